@@ -1,0 +1,68 @@
+"""The one place where errors become GraphQL errors.
+
+Domain errors keep their message and gain ``extensions.code`` (and their
+details, such as ``field``); anything else is masked as ``INTERNAL`` so that no
+SQL text, path or stack trace reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+
+from server.errors import DomainError
+
+_log = logging.getLogger("agent_memory.errors")
+
+
+def to_graphql_error(error: GraphQLError) -> GraphQLError:
+    original = error.original_error
+    if isinstance(original, DomainError):
+        return GraphQLError(
+            original.message,
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            extensions=original.extensions(),
+        )
+    if original is None:
+        # parse and validation errors: the client's query is at fault
+        extensions = dict(error.extensions or {})
+        extensions.setdefault("code", "GRAPHQL_VALIDATION_FAILED")
+        return GraphQLError(
+            error.message,
+            nodes=error.nodes,
+            source=error.source,
+            positions=error.positions,
+            path=error.path,
+            extensions=extensions,
+        )
+    _log.error("unexpected error at %s", error.path, exc_info=original)
+    return GraphQLError(
+        "Internal server error.",
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        extensions={"code": "INTERNAL"},
+    )
+
+
+class DomainErrors(SchemaExtension):
+    """Maps errors after the operation, and closes the operation's database session."""
+
+    async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
+        try:
+            yield
+        finally:
+            result = self.execution_context.result
+            if result is not None and result.errors:
+                result.errors = [to_graphql_error(e) for e in result.errors]
+            context = self.execution_context.context
+            close = getattr(context, "close", None)
+            if close is not None:
+                await close()

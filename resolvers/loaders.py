@@ -1,0 +1,78 @@
+"""Per-request dataloaders: a page of records with their versions and provenance
+costs a bounded number of SQL statements, whatever the page size."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from strawberry.dataloader import DataLoader
+
+from server.models import (
+    Agent,
+    AgentVersion,
+    Execution,
+    Invocation,
+    MemoryRecord,
+    MemoryVersion,
+    Session,
+    TranscriptEvent,
+    Turn,
+)
+
+T = TypeVar("T")
+
+
+class Loaders:
+    def __init__(self, db: AsyncSession) -> None:
+        self.db = db
+        self.agent = self._by_id(Agent)
+        self.agent_version = self._by_id(AgentVersion)
+        self.session = self._by_id(Session)
+        self.turn = self._by_id(Turn)
+        self.execution = self._by_id(Execution)
+        self.invocation = self._by_id(Invocation)
+        self.record = self._by_id(MemoryRecord)
+        self.version = self._by_id(MemoryVersion)
+        self.versions_of_record = self._grouped(MemoryVersion, "record_id", "number")
+        self.executions_of_turn = self._grouped(Execution, "turn_id", "created_at")
+        self.children_of_execution = self._grouped(Execution, "parent_id", "created_at")
+        self.invocations_of_execution = self._grouped(Invocation, "execution_id", "created_at")
+        self.events_of_turn = self._grouped(TranscriptEvent, "turn_id", "sequence")
+        self.versions_of_agent = self._grouped(AgentVersion, "agent_id", "number")
+        self._all = [
+            v for v in vars(self).values() if isinstance(v, DataLoader)
+        ]
+
+    def clear(self) -> None:
+        for loader in self._all:
+            loader.clear_all()
+
+    def _by_id(self, model: type[T]) -> DataLoader[uuid.UUID, T | None]:
+        column: Any = model.id  # type: ignore[attr-defined]
+
+        async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
+            rows = (await self.db.scalars(select(model).where(column.in_(keys)))).all()
+            found = {row.id: row for row in rows}  # type: ignore[attr-defined]
+            return [found.get(k) for k in keys]
+
+        return DataLoader(load_fn=load)
+
+    def _grouped(self, model: type[T], key: str, order: str) -> DataLoader[uuid.UUID, list[T]]:
+        column: Any = getattr(model, key)
+        ordering: Any = getattr(model, order)
+
+        async def load(keys: Sequence[uuid.UUID]) -> list[list[T]]:
+            rows = (
+                await self.db.scalars(select(model).where(column.in_(keys)).order_by(ordering))
+            ).all()
+            groups: dict[uuid.UUID, list[T]] = defaultdict(list)
+            for row in rows:
+                groups[getattr(row, key)].append(row)
+            return [groups.get(k, []) for k in keys]
+
+        return DataLoader(load_fn=load)

@@ -1,0 +1,355 @@
+"""Mutations: admin (agents, versions, sessions) and runtime (turns, memory tools).
+
+Each resolver maps its input to one domain call inside one transaction
+(``Context.unit``) and the result to a type. Runtime mutations take an
+optional ``idempotencyKey``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import Enum
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers.context import Info
+from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
+from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
+from server import models
+from server.errors import BadInputError
+from server.services import agents, idempotency, memory, turns
+from server.services.lookup import get
+
+
+@strawberry.enum
+class HelperKind(Enum):
+    HELPER = "helper"
+    PROGRAM = "program"
+
+
+@strawberry.enum
+class InvocationPurpose(Enum):
+    TURN = "turn"
+    MEMORY = "memory"
+
+
+@strawberry.input
+class CreateAgentInput:
+    namespace: str
+    name: str
+    sessionless: bool = strawberry.field(
+        default=False, description="An agent without sessions: its memory is agent scope only."
+    )
+
+
+@strawberry.input
+class PublishAgentVersionInput:
+    agent_id: uuid.UUID
+    config: JSON = strawberry.field(description='The version\'s configuration: {"harness": ...}.')
+    label: str | None = None
+
+
+@strawberry.input
+class CreateSessionInput:
+    agent_id: uuid.UUID
+    external_id: str | None = None
+
+
+@strawberry.input
+class BeginTurnInput:
+    session_id: uuid.UUID | None = None
+    agent_id: uuid.UUID | None = strawberry.field(
+        default=None, description="For agents without sessions."
+    )
+    agent_version_id: uuid.UUID | None = strawberry.field(
+        default=None, description="Default: the latest version."
+    )
+    preview: bool = False
+    replay_of: uuid.UUID | None = None
+    retry_of: uuid.UUID | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class TurnInput:
+    turn_id: uuid.UUID
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class FailTurnInput:
+    turn_id: uuid.UUID
+    error: str | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class StartExecutionInput:
+    turn_id: uuid.UUID
+    kind: HelperKind
+    name: str
+    parent_execution_id: uuid.UUID | None = None
+
+
+@strawberry.input
+class RecordInvocationInput:
+    execution_id: uuid.UUID
+    purpose: InvocationPurpose
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@strawberry.input
+class AddMemoryInput:
+    turn_id: uuid.UUID
+    summary: str
+    content: str | None = None
+    kind: str | None = None
+    labels: JSON | None = None
+    scope: Scope | None = None
+    pinned: bool = False
+    replaces: uuid.UUID | None = None
+    execution_id: uuid.UUID | None = strawberry.field(
+        default=None, description="The calling execution; default: the turn's own."
+    )
+    invocation_id: uuid.UUID | None = strawberry.field(
+        default=None, description="The model call that asked for the tool."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class MemoryIdInput:
+    turn_id: uuid.UUID
+    id: uuid.UUID
+    execution_id: uuid.UUID | None = None
+    invocation_id: uuid.UUID | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class PinnedMemory:
+    record_id: uuid.UUID
+    version_id: uuid.UUID
+    summary: str
+    line: str
+
+
+@strawberry.type
+class BeginTurnPayload:
+    turn: TurnType
+    execution: ExecutionType
+    pinned: list[PinnedMemory]
+
+    @strawberry.field(description="The pinned lines for the turn's instructions (R30).")
+    def instructions(self) -> str:
+        return "\n".join(p.line for p in self.pinned)
+
+
+@strawberry.type
+class MemoryToolPayload:
+    execution: ExecutionType
+    memories: list[MemoryVersionType]
+
+
+@strawberry.type
+class ReadMemoryPayload:
+    execution: ExecutionType
+    sources: list[MemoryVersionType]
+
+
+def _input_dict(value: Any) -> dict[str, Any]:
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in vars(value).items()
+            if k != "idempotency_key"}
+
+
+async def _tool_payload(info: Info, result: dict[str, Any]) -> tuple[ExecutionType,
+                                                                    list[MemoryVersionType]]:
+    db = info.context.db
+    execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+    versions = []
+    for vid in result["versions"]:
+        row = await db.get(models.MemoryVersion, uuid.UUID(vid))
+        if row is not None:
+            versions.append(MemoryVersionType(row=row))
+    return ExecutionType(row=execution), versions
+
+
+def _tool_result(r: memory.ToolResult) -> dict[str, Any]:
+    return {"execution": str(r.execution.id), "versions": [str(i.version.id) for i in r.items]}
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation
+    async def create_agent(self, info: Info, input: CreateAgentInput) -> AgentType:
+        async with info.context.unit() as db:
+            agent = await agents.create_agent(
+                db, namespace=input.namespace, name=input.name, sessionless=input.sessionless
+            )
+        return AgentType(row=agent)
+
+    @strawberry.mutation(description="Publish an immutable version; its config is validated.")
+    async def publish_agent_version(
+        self, info: Info, input: PublishAgentVersionInput
+    ) -> AgentVersionType:
+        async with info.context.unit() as db:
+            version = await agents.publish_version(
+                db, agent_id=input.agent_id, config=input.config, label=input.label
+            )
+        return AgentVersionType(row=version)
+
+    @strawberry.mutation
+    async def create_session(self, info: Info, input: CreateSessionInput) -> SessionType:
+        async with info.context.unit() as db:
+            session = await agents.create_session(
+                db, agent_id=input.agent_id, external_id=input.external_id
+            )
+        return SessionType(row=session)
+
+    @strawberry.mutation(description="Open a turn; returns the pinned lines (R30).")
+    async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
+        async def run() -> dict[str, Any]:
+            begun = await turns.begin_turn(
+                db, session_id=input.session_id, agent_id=input.agent_id,
+                agent_version_id=input.agent_version_id, preview=input.preview,
+                replay_of=input.replay_of, retry_of=input.retry_of,
+            )
+            return {
+                "turn": str(begun.turn.id),
+                "execution": str(begun.execution.id),
+                "pinned": [
+                    {"record_id": str(p.record_id), "version_id": str(p.version_id),
+                     "summary": p.summary, "line": p.line}
+                    for p in begun.pinned
+                ],
+            }
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db, caller=info.context.caller, operation="beginTurn",
+                key=input.idempotency_key, request=_input_dict(input), run=run,
+            )
+        turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
+        execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+        return BeginTurnPayload(
+            turn=TurnType(row=turn),
+            execution=ExecutionType(row=execution),
+            pinned=[
+                PinnedMemory(record_id=uuid.UUID(p["record_id"]),
+                             version_id=uuid.UUID(p["version_id"]),
+                             summary=p["summary"], line=p["line"])
+                for p in result["pinned"]
+            ],
+        )
+
+    @strawberry.mutation(description="Publish the turn's memory (R12).")
+    async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
+        return await _close(info, "commitTurn", input, lambda db: turns.commit_turn(
+            db, turn_id=input.turn_id))
+
+    @strawberry.mutation(description="Discard the turn's memory without trace (R12).")
+    async def rollback_turn(self, info: Info, input: TurnInput) -> TurnType:
+        return await _close(info, "rollbackTurn", input, lambda db: turns.rollback_turn(
+            db, turn_id=input.turn_id))
+
+    @strawberry.mutation(description="Mark the attempt failed; it may be retried.")
+    async def fail_turn(self, info: Info, input: FailTurnInput) -> TurnType:
+        return await _close(info, "failTurn", input, lambda db: turns.fail_turn(
+            db, turn_id=input.turn_id, error=input.error))
+
+    @strawberry.mutation(description="Record a helper (subagent) or a program run (R23).")
+    async def start_execution(self, info: Info, input: StartExecutionInput) -> ExecutionType:
+        async with info.context.unit() as db:
+            execution = await turns.start_helper(
+                db, turn_id=input.turn_id, kind=input.kind.value, name=input.name,
+                parent_execution_id=input.parent_execution_id,
+            )
+        return ExecutionType(row=execution)
+
+    @strawberry.mutation(description="Record one model call inside an execution.")
+    async def record_invocation(
+        self, info: Info, input: RecordInvocationInput
+    ) -> InvocationType:
+        async with info.context.unit() as db:
+            invocation = await turns.record_invocation(
+                db, execution_id=input.execution_id, purpose=input.purpose.value,
+                model=input.model, input_tokens=input.input_tokens,
+                output_tokens=input.output_tokens,
+            )
+        return InvocationType(row=invocation)
+
+    @strawberry.mutation(description="The native add_memory tool (R20–R22, R24, R31).")
+    async def add_memory(self, info: Info, input: AddMemoryInput) -> MemoryToolPayload:
+        if input.labels is not None and not isinstance(input.labels, dict):
+            raise BadInputError("labels must be an object of name: value", field="labels")
+
+        async def run() -> dict[str, Any]:
+            return _tool_result(await memory.add_memory(
+                db, info.context.embedder, ref=_ref(input), summary=input.summary,
+                content=input.content, kind=input.kind, labels=input.labels,
+                scope=input.scope.value if input.scope else None, pinned=input.pinned,
+                replaces=input.replaces,
+            ))
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db, caller=info.context.caller, operation="addMemory",
+                key=input.idempotency_key, request=_input_dict(input), run=run,
+            )
+        execution, versions = await _tool_payload(info, result)
+        return MemoryToolPayload(execution=execution, memories=versions)
+
+    @strawberry.mutation(description="The native read_memory tool: any status (R14).")
+    async def read_memory(self, info: Info, input: MemoryIdInput) -> ReadMemoryPayload:
+        async def run() -> dict[str, Any]:
+            return _tool_result(await memory.read_memory(db, ref=_ref(input), record_id=input.id))
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db, caller=info.context.caller, operation="readMemory",
+                key=input.idempotency_key, request=_input_dict(input), run=run,
+            )
+        execution, versions = await _tool_payload(info, result)
+        return ReadMemoryPayload(execution=execution, sources=versions)
+
+    @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
+    async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
+        async def run() -> dict[str, Any]:
+            return _tool_result(
+                await memory.delete_memory(db, ref=_ref(input), record_id=input.id)
+            )
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db, caller=info.context.caller, operation="deleteMemory",
+                key=input.idempotency_key, request=_input_dict(input), run=run,
+            )
+        execution, versions = await _tool_payload(info, result)
+        return MemoryToolPayload(execution=execution, memories=versions)
+
+
+def _ref(input: AddMemoryInput | MemoryIdInput) -> memory.CallRef:
+    return memory.CallRef(
+        turn_id=input.turn_id, caller_execution_id=input.execution_id,
+        invocation_id=input.invocation_id,
+    )
+
+
+async def _close(info: Info, operation: str, input: TurnInput | FailTurnInput,
+                 call: Any) -> TurnType:
+    async def run() -> dict[str, Any]:
+        turn = await call(db)
+        return {"turn": str(turn.id)}
+
+    async with info.context.unit() as db:
+        result = await idempotency.once(
+            db, caller=info.context.caller, operation=operation, key=input.idempotency_key,
+            request=_input_dict(input), run=run,
+        )
+    turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
+    await db.refresh(turn)
+    return TurnType(row=turn)

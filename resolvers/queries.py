@@ -1,0 +1,78 @@
+"""Dashboard queries: thin lookups by id or name."""
+
+from __future__ import annotations
+
+import uuid
+
+import strawberry
+from sqlalchemy import select
+
+from resolvers.context import Info
+from resolvers.types import AgentType, AgentVersionType, Connection, SessionType
+from resolvers.types_turns import ExecutionType, MemoryRecordType, TurnType
+from server import models
+from server.errors import NotFoundError
+from server.services import reads
+
+
+async def _load(info: Info, loader_name: str, id_: uuid.UUID, what: str) -> object:
+    row = await getattr(info.context.loaders, loader_name).load(id_)
+    if row is None:
+        raise NotFoundError(f"no {what} with id {id_}")
+    return row
+
+
+@strawberry.type
+class Query:
+    @strawberry.field
+    async def agent(
+        self, info: Info, id: uuid.UUID | None = None, namespace: str | None = None,
+        name: str | None = None,
+    ) -> AgentType:
+        """An agent by id, or by namespace and name."""
+        if id is not None:
+            return AgentType(row=await _load(info, "agent", id, "agent"))  # type: ignore[arg-type]
+        if namespace is None or name is None:
+            raise NotFoundError("pass id, or namespace and name")
+        row = await info.context.db.scalar(
+            select(models.Agent).where(
+                models.Agent.namespace == namespace, models.Agent.name == name  # type: ignore[arg-type]
+            )
+        )
+        if row is None:
+            raise NotFoundError(f"no agent {namespace}.{name}")
+        return AgentType(row=row)
+
+    @strawberry.field
+    async def agents(
+        self, info: Info, namespace: str, first: int, after: str | None = None
+    ) -> Connection[AgentType]:
+        """The agents of a namespace, newest first."""
+        page = await reads.list_agents(
+            info.context.db, namespace=namespace, first=first, after=after,
+            maximum=info.context.settings.max_page_size,
+        )
+        return Connection.of(page, lambda a: AgentType(row=a))  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:
+        return AgentVersionType(row=await _load(info, "agent_version", id, "agent version"))  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def session(self, info: Info, id: uuid.UUID) -> SessionType:
+        return SessionType(row=await _load(info, "session", id, "session"))  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def turn(self, info: Info, id: uuid.UUID) -> TurnType:
+        return TurnType(row=await _load(info, "turn", id, "turn"))  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def execution(self, info: Info, id: uuid.UUID) -> ExecutionType:
+        return ExecutionType(row=await _load(info, "execution", id, "execution"))  # type: ignore[arg-type]
+
+    @strawberry.field(description="A memory record in any status, with its history (R25).")
+    async def agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType:
+        row = await _load(info, "record", id, "memory record")
+        if not row.committed:  # type: ignore[attr-defined]
+            raise NotFoundError(f"no memory record with id {id}")
+        return MemoryRecordType(row=row)  # type: ignore[arg-type]

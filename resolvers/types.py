@@ -1,0 +1,240 @@
+"""Strawberry object types. Each wraps one row; relations resolve through the
+request's dataloaders, so lists cost a bounded number of statements."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Generic, TypeVar
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers.context import Info
+from server import models
+from server.domain.config import memory_config_to_json
+from server.services import reads
+from server.services.agents import config_of
+
+N = TypeVar("N")
+
+
+@strawberry.enum
+class Scope(Enum):
+    SESSION = "SESSION"
+    AGENT = "AGENT"
+
+
+@strawberry.enum
+class MemoryStatus(Enum):
+    ACTIVE = "ACTIVE"
+    SUPERSEDED = "SUPERSEDED"
+    DELETED = "DELETED"
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class Edge(Generic[N]):
+    cursor: str
+    node: N
+
+
+@strawberry.type
+class Connection(Generic[N]):
+    """A Relay-style page; no total count is given, so a page reveals nothing it hides."""
+
+    edges: list[Edge[N]]
+    page_info: PageInfo
+
+    @classmethod
+    def of(cls, page: reads.Page[object], wrap: object) -> Connection[N]:
+        edges = [Edge(cursor=c, node=wrap(item)) for c, item in page.items]  # type: ignore[operator]
+        return cls(
+            edges=edges,  # type: ignore[arg-type]
+            page_info=PageInfo(
+                has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+
+@strawberry.type(name="Agent")
+class AgentType:
+    row: strawberry.Private[models.Agent]
+
+    @strawberry.field
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @strawberry.field
+    def namespace(self) -> str:
+        return self.row.namespace
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.row.name
+
+    @strawberry.field(description="True for an agent that runs without sessions.")
+    def sessionless(self) -> bool:
+        return self.row.sessionless
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field
+    async def versions(self, info: Info) -> list[AgentVersionType]:
+        rows = await info.context.loaders.versions_of_agent.load(self.row.id)
+        return [AgentVersionType(row=v) for v in reversed(rows)]
+
+    @strawberry.field
+    async def latest_version(self, info: Info) -> AgentVersionType | None:
+        rows = await info.context.loaders.versions_of_agent.load(self.row.id)
+        return AgentVersionType(row=rows[-1]) if rows else None
+
+    @strawberry.field(description="Sessions, newest first.")
+    async def sessions(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[SessionType]:
+        page = await reads.list_sessions(
+            info.context.db, agent_id=self.row.id, first=first, after=after,
+            maximum=info.context.settings.max_page_size,
+        )
+        return Connection.of(page, lambda s: SessionType(row=s))  # type: ignore[arg-type]
+
+    @strawberry.field(description="Memory records, newest first (R71 readers).")
+    async def memory_records(
+        self,
+        info: Info,
+        first: int,
+        after: str | None = None,
+        filter: MemoryRecordFilter | None = None,
+    ) -> Connection[MemoryRecordType]:
+        f = filter or MemoryRecordFilter()
+        page = await reads.list_records(
+            info.context.db,
+            agent_id=self.row.id,
+            first=first,
+            after=after,
+            maximum=info.context.settings.max_page_size,
+            filter=reads.RecordFilter(
+                status=f.status.value if f.status else None,
+                kind=f.kind,
+                scope=f.scope.value if f.scope else None,
+                session_id=f.session_id,
+                preview=f.preview,
+                labels=tuple((lf.name, lf.value) for lf in f.labels or []),
+            ),
+        )
+        return Connection.of(page, lambda r: MemoryRecordType(row=r))  # type: ignore[arg-type]
+
+
+@strawberry.input
+class LabelFilter:
+    name: str
+    value: str
+
+
+@strawberry.input
+class MemoryRecordFilter:
+    status: MemoryStatus | None = None
+    kind: str | None = None
+    scope: Scope | None = None
+    session_id: uuid.UUID | None = None
+    preview: bool | None = None
+    labels: list[LabelFilter] | None = None
+
+
+@strawberry.type(name="AgentVersion")
+class AgentVersionType:
+    row: strawberry.Private[models.AgentVersion]
+
+    @strawberry.field
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @strawberry.field
+    def number(self) -> int:
+        return self.row.number
+
+    @strawberry.field
+    def label(self) -> str | None:
+        return self.row.label
+
+    @strawberry.field(description="The configuration as published.")
+    def config(self) -> JSON:
+        return self.row.config
+
+    @strawberry.field(description="harness.memory with every default filled in.")
+    async def effective_memory_config(self, info: Info) -> JSON:
+        agent = await info.context.loaders.agent.load(self.row.agent_id)
+        assert agent is not None
+        return memory_config_to_json(config_of(self.row, agent).memory)
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field
+    async def agent(self, info: Info) -> AgentType:
+        agent = await info.context.loaders.agent.load(self.row.agent_id)
+        assert agent is not None
+        return AgentType(row=agent)
+
+
+@strawberry.type(name="Session")
+class SessionType:
+    row: strawberry.Private[models.Session]
+
+    @strawberry.field
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @strawberry.field
+    def external_id(self) -> str | None:
+        return self.row.external_id
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field
+    async def agent(self, info: Info) -> AgentType:
+        agent = await info.context.loaders.agent.load(self.row.agent_id)
+        assert agent is not None
+        return AgentType(row=agent)
+
+    @strawberry.field(description="Turns, newest first.")
+    async def turns(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[TurnType]:
+        page = await reads.list_turns(
+            info.context.db, session_id=self.row.id, first=first, after=after,
+            maximum=info.context.settings.max_page_size,
+        )
+        return Connection.of(page, lambda t: TurnType(row=t))  # type: ignore[arg-type]
+
+
+from resolvers.types_turns import (  # noqa: E402
+    ExecutionType,
+    MemoryRecordType,
+    MemoryVersionType,
+    TurnType,
+)
+
+__all__ = [
+    "AgentType",
+    "AgentVersionType",
+    "Annotated",
+    "Connection",
+    "ExecutionType",
+    "MemoryRecordType",
+    "MemoryVersionType",
+    "SessionType",
+    "TurnType",
+]

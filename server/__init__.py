@@ -1,0 +1,1 @@
+"""agent-memory: long-term memory and searchable session history for LLM agents."""

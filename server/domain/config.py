@@ -1,0 +1,379 @@
+"""An agent version's configuration: validation and the normalised form.
+
+A version's config is JSON. Only ``harness.memory`` and ``harness.history`` belong
+to this server; every other key (``model``, other ``harness`` keys) belongs to the
+runtime and is ignored. Inside ``harness.memory``, its sub-objects and
+``harness.history`` an unknown key is rejected: a typo such as ``scpoe`` would
+otherwise fall back to a default without anyone noticing. A JSON ``null`` counts as
+an absent key. Every error is an ``InvalidConfigError`` whose ``field`` is the
+dotted path of the offending key.
+
+- R1 ``enabled`` (bool, default false) gates everything: a disabled config offers
+  no tool. Its other settings are still validated, so a typo is caught when it is
+  written, not on the day memory is switched on.
+- R2, R20 ``scope.read`` / ``scope.write``: non-empty lists over session and agent,
+  both ``["session"]`` by default. An agent without sessions has no session scope,
+  so with memory enabled both must be ``["agent"]``.
+- R3 ``kinds``: names; by default ``DEFAULT_KINDS``.
+- R4 ``labels``: name -> number 5..18 and a description, numbers unique. Stored
+  label values are tied to the number, so ``validate_new_version`` makes every
+  later version keep each label an earlier one declared, with its number, and
+  never lets a new label take a number an earlier version gave another.
+- R5 ``tools``: the write tools offered; ``search_memory`` is always offered
+  when memory is enabled.
+- R6 ``search``: ``mode``, ``max_results`` (1..100, default 5), ``min_score``
+  (-1..1). The spec gives no default ``min_score``; ``DEFAULT_MIN_SCORE`` (0.3) is
+  our choice: low enough that paraphrases still match with MiniLM-class
+  embeddings, high enough to keep unrelated records out of meaning-only hits.
+- R7, R30, R31 ``pinned.max_tokens`` is the pin budget; without it nothing can
+  be pinned.
+- R8 ``extraction``: ``prompt`` replaces the review instructions; ``every`` is
+  ``"turn"`` or ``{"messages": N}``.
+- R60, R64 ``harness.history.index``; an agent without sessions has no history.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, NoReturn, TypeVar
+
+from server.errors import InvalidConfigError
+
+Scope = Literal["session", "agent"]
+SearchMode = Literal["hybrid", "lexical", "vector"]
+HistoryIndex = Literal["messages", "messages_and_tools"]
+
+DEFAULT_KINDS = ("guidance", "fact", "event", "reference")
+SEARCH_TOOL = "search_memory"
+WRITE_TOOLS = frozenset({"add_memory", "read_memory", "delete_memory"})
+DEFAULT_MIN_SCORE = 0.3
+
+_SCOPES: tuple[Scope, ...] = ("session", "agent")
+_MODES: tuple[SearchMode, ...] = ("hybrid", "lexical", "vector")
+_INDEXES: tuple[HistoryIndex, ...] = ("messages", "messages_and_tools")
+_TOOLS = tuple(sorted(WRITE_TOOLS | {SEARCH_TOOL}))
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_NAME_RULE = "a name of a lowercase letter then up to 39 lowercase letters, digits or _"
+_MEMORY_KEYS = frozenset(
+    {"enabled", "scope", "kinds", "labels", "tools", "search", "pinned", "extraction"}
+)
+
+_T = TypeVar("_T", bound=str)
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    number: int
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    mode: SearchMode = "hybrid"
+    max_results: int = 5
+    min_score: float = DEFAULT_MIN_SCORE
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionConfig:
+    prompt: str | None = None
+    every_messages: int | None = None  # None: review after every turn
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    enabled: bool
+    read_scopes: frozenset[Scope] = frozenset({"session"})
+    write_scopes: frozenset[Scope] = frozenset({"session"})
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    # Read-only; left out of the hash (a mappingproxy has none) but compared by ==.
+    labels: Mapping[str, Label] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    tools: frozenset[str] = frozenset()  # what is offered: empty when disabled
+    search: SearchConfig = SearchConfig()
+    pinned_max_tokens: int | None = None
+    extraction: ExtractionConfig = ExtractionConfig()
+
+    def allows_tool(self, name: str) -> bool:
+        return name in self.tools
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryConfig:
+    index: HistoryIndex
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessConfig:
+    memory: MemoryConfig
+    history: HistoryConfig | None
+
+
+def parse_config(raw: Mapping[str, Any] | None, *, sessionless: bool) -> HarnessConfig:
+    """Validate one version's config on its own (R1-R8, R60) and normalise it."""
+    harness = _object(_object(raw, "", None).get("harness"), "harness", None)
+    return HarnessConfig(
+        memory=_memory(harness.get("memory"), sessionless=sessionless),
+        history=_history(harness.get("history"), sessionless=sessionless),
+    )
+
+
+def validate_new_version(
+    raw: Mapping[str, Any] | None, *, sessionless: bool, previous: Sequence[HarnessConfig]
+) -> HarnessConfig:
+    """``parse_config``, then R4 against every earlier version of the agent."""
+    config = parse_config(raw, sessionless=sessionless)
+    _check_labels_kept(config.memory.labels, previous)
+    return config
+
+
+def memory_config_to_json(cfg: MemoryConfig) -> dict[str, Any]:
+    """The effective memory config; ``parse_config`` reads it back to an equal config."""
+    every, search, score = cfg.extraction.every_messages, cfg.search, cfg.search.min_score
+    return {
+        "enabled": cfg.enabled,
+        "scope": {"read": _ordered(cfg.read_scopes), "write": _ordered(cfg.write_scopes)},
+        "kinds": list(cfg.kinds),
+        "labels": {
+            name: {"number": label.number, "description": label.description}
+            for name, label in sorted(cfg.labels.items(), key=lambda item: item[1].number)
+        },
+        "tools": sorted(cfg.tools),
+        "search": {"mode": search.mode, "max_results": search.max_results, "min_score": score},
+        "pinned": None if cfg.pinned_max_tokens is None else {"max_tokens": cfg.pinned_max_tokens},
+        "extraction": {
+            "prompt": cfg.extraction.prompt,
+            "every": "turn" if every is None else {"messages": every},
+        },
+    }
+
+
+def _memory(value: Any, *, sessionless: bool) -> MemoryConfig:
+    path = "harness.memory"
+    obj = _object(value, path, _MEMORY_KEYS)
+    enabled = _bool(obj.get("enabled"), f"{path}.enabled", default=False)
+    scope = _object(obj.get("scope"), f"{path}.scope", frozenset({"read", "write"}))
+    read = _scopes(scope.get("read"), f"{path}.scope.read")
+    write = _scopes(scope.get("write"), f"{path}.scope.write")
+    if enabled and sessionless and not read == write == {"agent"}:
+        key, scopes = ("read", read) if read != {"agent"} else ("write", write)
+        _reject(
+            f"{path}.scope.{key}",
+            "an agent without sessions has no session scope, so it must set"
+            f' {path}.scope.read and {path}.scope.write to ["agent"];'
+            f" {path}.scope.{key} is {_show(_ordered(scopes))}",
+        )
+    listed = _list(obj.get("tools"), f"{path}.tools", _TOOLS, default=(), empty=True)
+    return MemoryConfig(
+        enabled=enabled,
+        read_scopes=read,
+        write_scopes=write,
+        kinds=_list(obj.get("kinds"), f"{path}.kinds", None, default=DEFAULT_KINDS),
+        labels=_labels(obj.get("labels"), f"{path}.labels"),
+        tools=frozenset({SEARCH_TOOL, *listed}) if enabled else frozenset(),
+        search=_search(obj.get("search"), f"{path}.search"),
+        pinned_max_tokens=_pinned(obj.get("pinned"), f"{path}.pinned"),
+        extraction=_extraction(obj.get("extraction"), f"{path}.extraction"),
+    )
+
+
+def _scopes(value: Any, path: str) -> frozenset[Scope]:
+    listed = _list(value, path, _SCOPES, default=("session",))
+    return frozenset(scope for scope in _SCOPES if scope in listed)
+
+
+def _labels(value: Any, path: str) -> Mapping[str, Label]:
+    owners: dict[int, str] = {}
+    labels: dict[str, Label] = {}
+    for name, spec in _object(value, path, None).items():
+        here = f"{path}.{name}"
+        if not (isinstance(name, str) and _NAME.fullmatch(name)):
+            _reject(here, f"label {_show(name)} must be {_NAME_RULE}")
+        obj = _object(spec, here, frozenset({"number", "description"}))
+        number = _int(obj.get("number"), f"{here}.number", 5, 18)
+        if number in owners:
+            _reject(f"{here}.number", f"{here}.number {number} is taken by label {owners[number]}")
+        owners[number] = name
+        labels[name] = Label(number, _text(obj.get("description"), f"{here}.description"))
+    return MappingProxyType(labels)
+
+
+def _search(value: Any, path: str) -> SearchConfig:
+    obj = _object(value, path, frozenset({"mode", "max_results", "min_score"}))
+    score = obj.get("min_score")
+    score = DEFAULT_MIN_SCORE if score is None else score
+    # The range test also rejects NaN and the infinities.
+    if isinstance(score, bool) or not isinstance(score, int | float) or not -1 <= score <= 1:
+        _fail(f"{path}.min_score", "a number from -1 to 1", score)
+    return SearchConfig(
+        mode=_choice(obj.get("mode"), f"{path}.mode", _MODES, default="hybrid"),
+        max_results=_int(obj.get("max_results"), f"{path}.max_results", 1, 100, default=5),
+        min_score=float(score),
+    )
+
+
+def _pinned(value: Any, path: str) -> int | None:
+    if value is None:
+        return None
+    obj = _object(value, path, frozenset({"max_tokens"}))
+    return _int(obj.get("max_tokens"), f"{path}.max_tokens", 1, 100_000)
+
+
+def _extraction(value: Any, path: str) -> ExtractionConfig:
+    obj = _object(value, path, frozenset({"prompt", "every"}))
+    prompt = obj.get("prompt")
+    every = obj.get("every")
+    every_messages = None
+    if isinstance(every, Mapping):
+        messages = _object(every, f"{path}.every", frozenset({"messages"})).get("messages")
+        every_messages = _int(messages, f"{path}.every.messages", 1, None)
+    elif every is not None and every != "turn":
+        _fail(f"{path}.every", '"turn" or {"messages": N} with N at least 1', every)
+    return ExtractionConfig(
+        prompt=None if prompt is None else _text(prompt, f"{path}.prompt"),
+        every_messages=every_messages,
+    )
+
+
+def _history(value: Any, *, sessionless: bool) -> HistoryConfig | None:
+    path = "harness.history"
+    if value is None:
+        return None
+    if sessionless:
+        _reject(path, f"{path} is not allowed: an agent without sessions has no history")
+    obj = _object(value, path, frozenset({"index"}))
+    return HistoryConfig(index=_choice(obj.get("index"), f"{path}.index", _INDEXES))
+
+
+def _check_labels_kept(labels: Mapping[str, Label], previous: Sequence[HarnessConfig]) -> None:
+    path = "harness.memory.labels"
+    numbers: dict[str, int] = {}  # label -> number, as earlier versions declared them
+    owners: dict[int, str] = {}  # number -> the label an earlier version gave it to
+    for version in previous:
+        for name, label in version.memory.labels.items():
+            numbers.setdefault(name, label.number)
+            owners.setdefault(label.number, name)
+    for name, label in labels.items():
+        if name in numbers and label.number != numbers[name]:
+            _reject(
+                f"{path}.{name}.number",
+                f"label {name} must keep number {numbers[name]}, which an earlier version"
+                f" gave it, not {label.number}",
+            )
+        if name not in numbers and label.number in owners:
+            _reject(
+                f"{path}.{name}.number",
+                f"label {name} cannot take number {label.number}: an earlier version gave"
+                f" it to label {owners[label.number]}, and records may still hold its values",
+            )
+    for name, number in numbers.items():
+        if name not in labels:
+            _reject(
+                f"{path}.{name}",
+                f"label {name} (number {number}) was declared by an earlier version and must"
+                " be kept; a later version may only add labels",
+            )
+
+
+def _object(value: Any, path: str, keys: frozenset[str] | None) -> Mapping[Any, Any]:
+    """``value`` as an object (``{}`` when absent); with ``keys``, no other key is allowed."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        _fail(path, "an object", value)
+    unknown = [key for key in value if key not in keys] if keys is not None else []
+    if unknown:
+        key, known = unknown[0], sorted(keys or ())
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        _reject(
+            f"{path}.{key}", f"{path}.{key} is not a setting{hint}; {path} takes {', '.join(known)}"
+        )
+    return value
+
+
+def _list(
+    value: Any,
+    path: str,
+    choices: tuple[str, ...] | None,
+    *,
+    default: tuple[str, ...],
+    empty: bool = False,
+) -> tuple[str, ...]:
+    """A list of unique strings, each one of ``choices`` or, without choices, a name."""
+    if value is None:
+        return default
+    rule = _NAME_RULE if choices is None else "one of " + ", ".join(map(_show, choices))
+    if not isinstance(value, list | tuple) or not (value or empty):
+        _fail(path, f"a {'' if empty else 'non-empty '}list of strings, each {rule}", value)
+    seen: list[str] = []
+    for i, item in enumerate(value):
+        valid = isinstance(item, str) and (
+            _NAME.fullmatch(item) if choices is None else item in choices
+        )
+        if not valid:
+            _reject(path, f"{path}[{i}] must be {rule}, got {_show(item)}")
+        if item in seen:
+            _reject(path, f"{path} lists {_show(item)} more than once")
+        seen.append(item)
+    return tuple(seen)
+
+
+def _int(value: Any, path: str, low: int, high: int | None, default: int | None = None) -> int:
+    if value is None and default is not None:
+        return default
+    rule = f"an integer of at least {low}" if high is None else f"an integer from {low} to {high}"
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        _fail(path, rule, value)
+    if high is not None and value > high:
+        _fail(path, rule, value)
+    return value
+
+
+def _bool(value: Any, path: str, *, default: bool) -> bool:
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        _fail(path, "true or false", value)
+    return value
+
+
+def _text(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        _fail(path, "a non-empty string", value)
+    return value
+
+
+def _choice(value: Any, path: str, choices: tuple[_T, ...], default: _T | None = None) -> _T:
+    if value is None and default is not None:
+        return default
+    for choice in choices:
+        if value == choice:
+            return choice
+    _fail(path, "one of " + ", ".join(map(_show, choices)), value)
+
+
+def _ordered(scopes: frozenset[Scope]) -> list[Scope]:
+    return [scope for scope in _SCOPES if scope in scopes]
+
+
+def _fail(path: str, rule: str, value: Any) -> NoReturn:
+    """Reject ``value`` at ``path`` for breaking ``rule``; ``None`` means it is missing."""
+    where = path or "the configuration"
+    if value is None:
+        _reject(path, f"{where} is required and must be {rule}")
+    _reject(path, f"{where} must be {rule}, got {_show(value)}")
+
+
+def _reject(path: str, message: str) -> NoReturn:
+    raise InvalidConfigError(message, field=path)
+
+
+def _show(value: Any) -> str:
+    """``value`` as JSON, so strings show their quotes; cut short when long."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."

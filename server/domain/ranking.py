@@ -1,0 +1,250 @@
+"""Search ranking (R41, R62): the fusion presets and the reference ranking.
+
+Memory search and history search rank the same way: by meaning (pgvector
+cosine similarity between the query's embedding and the record's), by keywords
+(PostgreSQL full-text rank) and by recency, and newer wins ties. The weights
+and constants live in a named :class:`FusionPreset`, never in a resolver.
+Storage generates the SQL from a preset; :func:`rank` is the pure reference
+that SQL must reproduce, and the unit tests pin it down.
+
+The formula, for a query with ``mode``, ``min_score``, ``limit``, ``now`` and
+preset ``p``. A candidate is one memory version or one history-event part.
+
+Signals::
+
+    cosine(c)  = 1 - (embedding <=> :query_embedding)        -- in [-1, 1]
+    lexical(c) = ts_rank_cd(tsv, :tsquery)   -- a match only if tsv @@ :tsquery
+                                             -- and the rank is > 0
+
+A rank of 0 is not a keyword match: a query such as ``-word`` "matches" every
+text without the word, and such texts share no word with the query.
+
+Candidate lists, with ``P = p.pool_size(limit) = max(limit * p.pool_factor,
+p.candidate_pool)`` and ``vrank``/``lrank`` 1-based positions::
+
+    V: candidates with cosine >= :min_score, ordered by cosine DESC,
+       created_at DESC, key ASC; the first P.    vrank = position in V
+    L: keyword matches, ordered by lexical DESC, created_at DESC, key ASC;
+       the first P.                              lrank = position in L
+
+(Taking the top P by cosine and then dropping those under ``min_score`` gives
+the same V: the threshold only trims the tail.)
+
+Modes:
+
+- ``vector``: the candidates in V; ``score = cosine``.
+- ``lexical``: the candidates in L; ``score = lexical``.
+- ``hybrid``: the candidates in V or L (so a candidate found only by meaning
+  needs ``cosine >= min_score``; a keyword match is found whatever its cosine,
+  but its meaning adds nothing below ``min_score``)::
+
+      rrf(r, w)  = w / (p.rrf_k + r)
+      recency(c) = 0.5 ^ (greatest(:now - created_at, 0) in days
+                          / p.recency_half_life_days)
+      score      = [c in V] rrf(vrank, p.vector_weight)
+                 + [c in L] rrf(lrank, p.lexical_weight)
+                 + p.recency_weight * recency(c) / (p.rrf_k + 1)
+
+  Ages are ``extract(epoch FROM :now - created_at) / 86400``, clamped at 0 so a
+  record stamped in the future counts as new, not newer than new. The recency
+  term is at most ``recency_weight`` times a first-place signal term, so under
+  the default preset it only reorders near-ties of the fused ranks.
+
+Every mode orders by ``score DESC, created_at DESC, key ASC`` and returns the
+first ``limit``. ``key ASC`` is code-point order (a ``uuid`` column, or
+``COLLATE "C"`` on text). ``:now`` is one bound value per search, not
+``clock_timestamp()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Literal
+
+Mode = Literal["hybrid", "lexical", "vector"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class FusionPreset:
+    """The constants of hybrid ranking: reciprocal rank fusion plus a recency term."""
+
+    name: str
+    rrf_k: int
+    vector_weight: float
+    lexical_weight: float
+    recency_weight: float
+    recency_half_life_days: float
+    candidate_pool: int
+    pool_factor: int
+
+    def __post_init__(self) -> None:
+        if self.rrf_k < 0:
+            raise ValueError("rrf_k must be >= 0")
+        if min(self.vector_weight, self.lexical_weight, self.recency_weight) < 0:
+            raise ValueError("weights must be >= 0")
+        if not self.recency_half_life_days > 0:
+            raise ValueError("recency_half_life_days must be > 0")
+        if self.candidate_pool < 1 or self.pool_factor < 1:
+            raise ValueError("candidate_pool and pool_factor must be >= 1")
+
+    def pool_size(self, limit: int) -> int:
+        """How many candidates each signal contributes before fusion; never below ``limit``."""
+        return max(limit * self.pool_factor, self.candidate_pool)
+
+
+DEFAULT_PRESET = FusionPreset(
+    name="default",
+    rrf_k=60,
+    vector_weight=1.0,
+    lexical_weight=1.0,
+    # A brand-new record gains at most a twentieth of a first place in one
+    # signal: about three places near the top of a list, so recency settles
+    # near-ties but never outranks a match that is clearly better.
+    recency_weight=0.05,
+    recency_half_life_days=30.0,
+    candidate_pool=40,
+    pool_factor=4,
+)
+
+# For callers whose newest records matter most; a new record gains half a first place.
+RECENCY_HEAVY_PRESET = FusionPreset(
+    name="recency_heavy",
+    rrf_k=60,
+    vector_weight=1.0,
+    lexical_weight=1.0,
+    recency_weight=0.5,
+    recency_half_life_days=7.0,
+    candidate_pool=40,
+    pool_factor=4,
+)
+
+PRESETS: Mapping[str, FusionPreset] = MappingProxyType(
+    {p.name: p for p in (DEFAULT_PRESET, RECENCY_HEAVY_PRESET)}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One record version or history part with the signals the query found for it.
+
+    ``cosine`` is set when it was in the vector candidate list, ``lexical`` when it
+    matched the full-text query (``ts_rank_cd``).
+    """
+
+    key: str
+    created_at: datetime
+    cosine: float | None = None
+    lexical: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.created_at.utcoffset() is None:
+            raise ValueError(f"created_at of {self.key!r} must be timezone-aware")
+
+
+_Scored = tuple[float, Candidate]
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A result: ``score`` is the cosine, the full-text rank or the fused score, by mode."""
+
+    key: str
+    score: float
+    cosine: float | None
+    lexical: float | None
+
+
+def rrf_term(rank: int, weight: float, k: int) -> float:
+    """Reciprocal rank fusion term ``weight / (k + rank)`` of a 1-based rank."""
+    if rank < 1:
+        raise ValueError("ranks are 1-based")
+    return weight / (k + rank)
+
+
+def recency(created_at: datetime, now: datetime, preset: FusionPreset) -> float:
+    """``0.5 ** (age_days / half_life)`` in (0, 1]; a future timestamp counts as age 0."""
+    age_days = max((now - created_at).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    return float(0.5 ** (age_days / preset.recency_half_life_days))
+
+
+def rank(
+    candidates: Iterable[Candidate],
+    *,
+    mode: Mode,
+    min_score: float,
+    limit: int,
+    now: datetime,
+    preset: FusionPreset = DEFAULT_PRESET,
+) -> list[Ranked]:
+    """Rank ``candidates`` as the module docstring states; at most ``limit`` results."""
+    if limit < 0:
+        raise ValueError("limit must be >= 0")
+    if now.utcoffset() is None:
+        raise ValueError("now must be timezone-aware")
+    pool = list(candidates)
+    if len({c.key for c in pool}) != len(pool):
+        raise ValueError("candidate keys must be unique")
+
+    size = preset.pool_size(limit)
+    vector = [(v, c) for v, c in _signal_list(pool, _cosine, size) if v >= min_score]
+    lexical = _signal_list(pool, _lexical_match, size)
+
+    if mode == "vector":
+        scored = vector
+    elif mode == "lexical":
+        scored = lexical
+    elif mode == "hybrid":
+        scored = _fuse(vector, lexical, now=now, preset=preset)
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+
+    scored.sort(key=_order)
+    return [Ranked(c.key, score, c.cosine, c.lexical) for score, c in scored[:limit]]
+
+
+def _fuse(
+    vector: list[_Scored], lexical: list[_Scored], *, now: datetime, preset: FusionPreset
+) -> list[_Scored]:
+    vrank = {c.key: i for i, (_, c) in enumerate(vector, start=1)}
+    lrank = {c.key: i for i, (_, c) in enumerate(lexical, start=1)}
+    found = {c.key: c for _, c in (*vector, *lexical)}
+    scored = []
+    for key, c in found.items():
+        # Summed in the documented order, so equal inputs give bit-equal scores.
+        score = 0.0
+        if key in vrank:
+            score += rrf_term(vrank[key], preset.vector_weight, preset.rrf_k)
+        if key in lrank:
+            score += rrf_term(lrank[key], preset.lexical_weight, preset.rrf_k)
+        score += preset.recency_weight * recency(c.created_at, now, preset) / (preset.rrf_k + 1)
+        scored.append((score, c))
+    return scored
+
+
+def _signal_list(
+    pool: list[Candidate], signal: Callable[[Candidate], float | None], size: int
+) -> list[_Scored]:
+    """The candidates that have ``signal``, with its value, best first, cut to ``size``."""
+    having = [(value, c) for c in pool if (value := signal(c)) is not None]
+    having.sort(key=_order)
+    return having[:size]
+
+
+def _order(scored: _Scored) -> tuple[float, timedelta, str]:
+    """Sort key: value desc, then newer first, then key asc."""
+    value, c = scored
+    return (-value, _EPOCH - c.created_at, c.key)
+
+
+def _cosine(c: Candidate) -> float | None:
+    return c.cosine
+
+
+def _lexical_match(c: Candidate) -> float | None:
+    return c.lexical if c.lexical is not None and c.lexical > 0 else None

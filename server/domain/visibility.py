@@ -1,0 +1,152 @@
+"""Who sees which memory record: the one visibility gate (R10–R14, R21).
+
+This module is the reference: plain Python over plain values. The storage layer
+(``server.storage.gate``) turns the same rules into one SQL condition, and the
+tests check that the API returns exactly what :func:`visible_records` allows.
+
+A reader is either an agent acting in a turn (``Reader.for_turn``) or an API
+reader such as a dashboard (``Reader.for_api``).
+
+- R10 a reader sees only records of its own agent.
+- R11 SESSION records need ``session`` in ``scope.read`` and the record's own
+  session; AGENT records need ``agent`` in ``scope.read``.
+- R12 records written by an open turn are visible to that turn only; a status
+  change staged by an open turn is seen by that turn only (others see the
+  prior status until commit).
+- R13 live turns never see preview records; preview turns see everything but
+  the records that a preview record they can see names in ``replaces``.
+- R14 recall and search see ACTIVE records only; ``read_memory`` any status.
+- R21 a record can be replaced or deleted only within the scopes the agent writes.
+
+API readers see every committed record of the agent, preview or live, in any
+status: history stays readable (R25, R71); grants decide whether they may ask.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Purpose(Enum):
+    SEARCH = "search"  # recall, search_memory, pinned list: ACTIVE only (R14)
+    READ = "read"  # read_memory: any status
+    CHANGE = "change"  # replace / delete target: written scopes only (R21)
+
+
+SCOPE_OF = {"SESSION": "session", "AGENT": "agent"}
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    agent_id: uuid.UUID
+    session_id: uuid.UUID | None = None
+    turn_id: uuid.UUID | None = None
+    preview: bool = False
+    read_scopes: frozenset[str] = frozenset()
+    write_scopes: frozenset[str] = frozenset()
+    api: bool = False
+
+    @classmethod
+    def for_turn(
+        cls,
+        *,
+        agent_id: uuid.UUID,
+        session_id: uuid.UUID | None,
+        turn_id: uuid.UUID,
+        preview: bool,
+        read_scopes: Iterable[str],
+        write_scopes: Iterable[str],
+    ) -> Reader:
+        return cls(
+            agent_id=agent_id,
+            session_id=session_id,
+            turn_id=turn_id,
+            preview=preview,
+            read_scopes=frozenset(read_scopes),
+            write_scopes=frozenset(write_scopes),
+        )
+
+    @classmethod
+    def for_api(cls, *, agent_id: uuid.UUID) -> Reader:
+        return cls(agent_id=agent_id, api=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFacts:
+    """What the gate needs to know of a record."""
+
+    id: uuid.UUID
+    agent_id: uuid.UUID
+    scope: str  # "SESSION" | "AGENT"
+    session_id: uuid.UUID | None
+    status: str  # "ACTIVE" | "SUPERSEDED" | "DELETED"
+    preview: bool
+    committed: bool
+    turn_id: uuid.UUID
+    replaces_id: uuid.UUID | None = None
+    pending_turn_id: uuid.UUID | None = None
+    prior_status: str | None = None
+
+
+def effective_status(reader: Reader, record: RecordFacts) -> str:
+    """The status this reader sees: a change staged by another open turn is not yet seen."""
+    if record.pending_turn_id is not None and record.pending_turn_id != reader.turn_id:
+        return record.prior_status or record.status
+    return record.status
+
+
+def base_visible(reader: Reader, record: RecordFacts) -> bool:
+    """R10, R11, R12 and the live half of R13: independent of other records."""
+    if record.agent_id != reader.agent_id:
+        return False
+    if not record.committed and (reader.api or record.turn_id != reader.turn_id):
+        return False
+    if reader.api:
+        return True
+    if record.preview and not reader.preview:
+        return False
+    scope = SCOPE_OF[record.scope]
+    if scope not in reader.read_scopes:
+        return False
+    return not (
+        scope == "session"
+        and (reader.session_id is None or record.session_id != reader.session_id)
+    )
+
+
+def hidden_by_preview(reader: Reader, records: Iterable[RecordFacts]) -> frozenset[uuid.UUID]:
+    """Ids that a preview record the reader can see names in ``replaces`` (R13)."""
+    if not reader.preview or reader.api:
+        return frozenset()
+    return frozenset(
+        r.replaces_id
+        for r in records
+        if r.preview and r.replaces_id is not None and base_visible(reader, r)
+    )
+
+
+def visible(
+    reader: Reader, record: RecordFacts, *, hidden: frozenset[uuid.UUID], purpose: Purpose
+) -> bool:
+    if not base_visible(reader, record):
+        return False
+    if record.id in hidden:
+        return False
+    if purpose is Purpose.SEARCH and effective_status(reader, record) != "ACTIVE":
+        return False
+    return not (
+        purpose is Purpose.CHANGE
+        and not reader.api
+        and SCOPE_OF[record.scope] not in reader.write_scopes
+    )
+
+
+def visible_records(
+    reader: Reader, records: Sequence[RecordFacts], *, purpose: Purpose
+) -> list[RecordFacts]:
+    """The reference filter: the records of ``records`` this reader may see."""
+    hidden = hidden_by_preview(reader, records)
+    return [r for r in records if visible(reader, r, hidden=hidden, purpose=purpose)]

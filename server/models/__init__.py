@@ -1,0 +1,44 @@
+"""The data model of DESIGN.md §1 as SQLModel tables.
+
+Every table carries ``agent_id`` (or ``namespace``) so the schema can be
+distributed by agent without changing queries (docs/scaling.md).
+"""
+
+from sqlmodel import SQLModel
+
+from server.models.agents import (
+    Agent,
+    AgentVersion,
+    Execution,
+    Invocation,
+    Session,
+    TranscriptEvent,
+    Turn,
+)
+from server.models.auth import Grant, IdempotencyKey, Policy, PolicyBinding, Principal
+from server.models.history import HistoryEvent, HistoryPart
+from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
+
+metadata = SQLModel.metadata
+
+__all__ = [
+    "EMBEDDING_DIM",
+    "Agent",
+    "AgentVersion",
+    "Execution",
+    "Grant",
+    "HistoryEvent",
+    "HistoryPart",
+    "IdempotencyKey",
+    "Invocation",
+    "MemoryRecord",
+    "MemoryVersion",
+    "OutputUse",
+    "Policy",
+    "PolicyBinding",
+    "Principal",
+    "Session",
+    "TranscriptEvent",
+    "Turn",
+    "metadata",
+]

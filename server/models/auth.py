@@ -1,0 +1,94 @@
+"""Principals (API callers), policies and their grants, and idempotency keys."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from server.models._columns import created_at_field, fk, id_field, json_field, optional_time_field
+
+
+class Principal(SQLModel, table=True):
+    """Who calls the API: an operator (admin), a dashboard/API client, or an agent
+    runtime bound to one agent or namespace. Tokens are stored hashed."""
+
+    __tablename__ = "principals"
+    __table_args__ = (
+        CheckConstraint("kind IN ('admin', 'client', 'runtime')", name="principal_kind"),
+    )
+
+    id: uuid.UUID = id_field()
+    kind: str
+    name: str
+    namespace: str | None = Field(default=None, index=True)
+    agent_id: uuid.UUID | None = fk("agents.id", nullable=True)
+    token_hash: str = Field(unique=True)
+    token_prefix: str
+    created_at: datetime = created_at_field()
+    expires_at: datetime | None = optional_time_field()
+    revoked_at: datetime | None = optional_time_field()
+
+
+class Policy(SQLModel, table=True):
+    __tablename__ = "policies"
+    __table_args__ = (UniqueConstraint("namespace", "name"),)
+
+    id: uuid.UUID = id_field()
+    namespace: str
+    name: str
+    created_at: datetime = created_at_field()
+
+
+class Grant(SQLModel, table=True):
+    """A privilege on a resource pattern such as ``financial.AgentMemory.indexes.*``."""
+
+    __tablename__ = "grants"
+    __table_args__ = (
+        UniqueConstraint("policy_id", "privilege", "pattern"),
+        CheckConstraint(
+            "privilege IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE')", name="grant_privilege"
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    policy_id: uuid.UUID = fk("policies.id")
+    privilege: str
+    pattern: str
+    created_at: datetime = created_at_field()
+
+
+class PolicyBinding(SQLModel, table=True):
+    """Attaches a policy to a link of a chain: a principal, an agent, or a tool."""
+
+    __tablename__ = "policy_bindings"
+    __table_args__ = (
+        UniqueConstraint("policy_id", "subject_type", "subject"),
+        CheckConstraint(
+            "subject_type IN ('principal', 'agent', 'tool')", name="binding_subject_type"
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    policy_id: uuid.UUID = fk("policies.id")
+    subject_type: str
+    subject: str = Field(index=True)
+    created_at: datetime = created_at_field()
+
+
+class IdempotencyKey(SQLModel, table=True):
+    """The first result of a runtime mutation sent with an idempotency key."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("caller", "operation", "key"),)
+
+    id: uuid.UUID = id_field()
+    caller: str
+    operation: str
+    key: str
+    request_hash: str
+    result: dict[str, Any] = json_field(nullable=False)
+    created_at: datetime = created_at_field()

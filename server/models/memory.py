@@ -1,0 +1,121 @@
+"""Memory records, their immutable versions, and output uses (DESIGN.md §1).
+
+A record's state changes (supersede, delete) are versions too, so a record's
+versions are its full history: who created it, and who superseded or deleted
+it, each with provenance (R25). A change staged by an open turn is kept in the
+``pending_*`` columns so that other readers still see the prior state until
+the turn commits (R12); rollback restores the prior state and removes the
+turn's new records and versions without trace.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import BigInteger, CheckConstraint, Column, Computed, Identity, Index
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlmodel import Field, SQLModel
+
+from server.models._columns import created_at_field, fk, id_field, json_field
+
+EMBEDDING_DIM = 384
+SCOPES = ("SESSION", "AGENT")
+STATUSES = ("ACTIVE", "SUPERSEDED", "DELETED")
+TSV_EXPRESSION = "to_tsvector('english'::regconfig, summary || ' ' || coalesce(content, ''))"
+
+
+class MemoryRecord(SQLModel, table=True):
+    __tablename__ = "memory_records"
+    __table_args__ = (
+        CheckConstraint("scope IN ('SESSION', 'AGENT')", name="record_scope"),
+        CheckConstraint("status IN ('ACTIVE', 'SUPERSEDED', 'DELETED')", name="record_status"),
+        Index("ix_memory_records_agent_seq", "agent_id", "seq"),
+        Index("ix_memory_records_agent_session", "agent_id", "session_id"),
+    )
+
+    id: uuid.UUID = id_field()
+    seq: int | None = Field(
+        default=None,
+        sa_column=Column(BigInteger, Identity(always=True), nullable=False, unique=True),
+    )
+    agent_id: uuid.UUID = fk("agents.id", index=False)
+    session_id: uuid.UUID | None = fk("sessions.id", nullable=True, index=False)
+    scope: str
+    status: str = "ACTIVE"
+    preview: bool = False
+    pinned: bool = False
+    replaces_id: uuid.UUID | None = fk("memory_records.id", nullable=True, ondelete="SET NULL")
+    replaced_by_id: uuid.UUID | None = fk(
+        "memory_records.id", nullable=True, ondelete="SET NULL", index=False
+    )
+    current_version_id: uuid.UUID | None = Field(default=None, nullable=True)
+    turn_id: uuid.UUID = fk("turns.id")
+    committed: bool = False
+    pending_turn_id: uuid.UUID | None = fk("turns.id", nullable=True, ondelete="SET NULL")
+    prior_status: str | None = None
+    prior_version_id: uuid.UUID | None = None
+    created_at: datetime = created_at_field()
+
+
+class MemoryVersion(SQLModel, table=True):
+    """One immutable version: the text, kind, labels, status, embedding and
+    full-text vector, and the provenance of the call that wrote it (R25)."""
+
+    __tablename__ = "memory_versions"
+    __table_args__ = (
+        Index("ix_memory_versions_record_number", "record_id", "number", unique=True),
+        Index(
+            "ix_memory_versions_embedding",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("ix_memory_versions_tsv", "search_tsv", postgresql_using="gin"),
+        Index("ix_memory_versions_labels", "labels", postgresql_using="gin"),
+    )
+
+    id: uuid.UUID = id_field()
+    record_id: uuid.UUID = fk("memory_records.id", index=False)
+    agent_id: uuid.UUID = fk("agents.id")
+    number: int
+    status: str
+    summary: str
+    content: str | None = None
+    kind: str
+    labels: dict[str, Any] = json_field(nullable=False)
+    embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM), nullable=False))
+    search_tsv: Any = Field(
+        default=None,
+        sa_column=Column(TSVECTOR, Computed(TSV_EXPRESSION, persisted=True), nullable=True),
+    )
+    execution_id: uuid.UUID = fk("executions.id")
+    invocation_id: uuid.UUID | None = fk("invocations.id", nullable=True, ondelete="SET NULL")
+    agent_version_id: uuid.UUID = fk("agent_versions.id", ondelete="RESTRICT", index=False)
+    session_id: uuid.UUID | None = fk("sessions.id", nullable=True, index=False)
+    turn_id: uuid.UUID = fk("turns.id")
+    created_at: datetime = created_at_field()
+
+
+class OutputUse(SQLModel, table=True):
+    """RETRIEVED: an execution's output put these record versions or history
+    parts before the model (R43, R63)."""
+
+    __tablename__ = "output_uses"
+    __table_args__ = (
+        CheckConstraint(
+            "(memory_version_id IS NULL) <> (history_part_id IS NULL)", name="output_use_target"
+        ),
+    )
+
+    id: uuid.UUID = id_field()
+    agent_id: uuid.UUID = fk("agents.id")
+    execution_id: uuid.UUID = fk("executions.id")
+    kind: str = "RETRIEVED"
+    memory_version_id: uuid.UUID | None = fk("memory_versions.id", nullable=True)
+    history_part_id: uuid.UUID | None = fk("history_parts.id", nullable=True)
+    rank: int = 0
+    created_at: datetime = created_at_field()

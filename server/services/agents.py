@@ -1,0 +1,113 @@
+"""Agents, their immutable versions (R1–R8 validated at publish time) and sessions."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.config import HarnessConfig, parse_config, validate_new_version
+from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
+from server.models import Agent, AgentVersion, Session
+from server.services.lookup import get
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _NAME.match(value):
+        raise BadInputError(
+            f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
+            f"(at most 63 characters), got {value!r}",
+            field=what,
+        )
+    return value
+
+
+async def create_agent(
+    db: AsyncSession, *, namespace: str, name: str, sessionless: bool = False
+) -> Agent:
+    agent = Agent(
+        namespace=_check_name(namespace, "namespace"),
+        name=_check_name(name, "name"),
+        sessionless=sessionless,
+    )
+    db.add(agent)
+    try:
+        await db.flush()
+    except IntegrityError as exc:
+        raise ConflictError(f"agent {namespace}.{name} already exists") from exc
+    return agent
+
+
+def config_of(version: AgentVersion, agent: Agent) -> HarnessConfig:
+    return parse_config(version.config, sessionless=agent.sessionless)
+
+
+async def publish_version(
+    db: AsyncSession, *, agent_id: uuid.UUID, config: dict[str, Any], label: str | None = None
+) -> AgentVersion:
+    """Publish an immutable version; R4 is checked against every earlier version."""
+    agent = await get(db, Agent, agent_id, lock=True)
+    if not isinstance(config, dict):
+        raise BadInputError("config must be a JSON object", field="config")
+    earlier = (
+        await db.scalars(
+            select(AgentVersion)
+            .where(AgentVersion.agent_id == agent_id)
+            .order_by(AgentVersion.number)
+        )
+    ).all()
+    validate_new_version(
+        config,
+        sessionless=agent.sessionless,
+        previous=[config_of(v, agent) for v in earlier],
+    )
+    version = AgentVersion(
+        agent_id=agent_id,
+        number=(earlier[-1].number + 1) if earlier else 1,
+        label=label,
+        config=config,
+    )
+    db.add(version)
+    await db.flush()
+    return version
+
+
+async def latest_version(db: AsyncSession, *, agent_id: uuid.UUID) -> AgentVersion:
+    version = await db.scalar(
+        select(AgentVersion)
+        .where(AgentVersion.agent_id == agent_id)
+        .order_by(AgentVersion.number.desc())
+        .limit(1)
+    )
+    if version is None:
+        raise NotFoundError("the agent has no published version; publish one first")
+    return version
+
+
+async def create_session(
+    db: AsyncSession, *, agent_id: uuid.UUID, external_id: str | None = None
+) -> Session:
+    agent = await get(db, Agent, agent_id)
+    if agent.sessionless:
+        raise NotAllowedError("this agent runs without sessions; begin turns on the agent")
+    if external_id is not None and not 0 < len(external_id) <= 200:
+        raise BadInputError("externalId must be 1 to 200 characters", field="externalId")
+    session = Session(agent_id=agent_id, external_id=external_id)
+    db.add(session)
+    try:
+        await db.flush()
+    except IntegrityError as exc:
+        raise ConflictError(f"a session with externalId {external_id!r} exists") from exc
+    return session
+
+
+async def count_versions(db: AsyncSession, *, agent_id: uuid.UUID) -> int:
+    return int(
+        await db.scalar(select(func.count()).where(AgentVersion.agent_id == agent_id)) or 0
+    )

@@ -1,0 +1,79 @@
+"""Idempotency keys for runtime mutations.
+
+The same key with the same input returns the first result; the same key with
+different input is a CONFLICT. Keys are scoped by caller and operation. The
+result is stored in the mutation's own transaction, so a failed call stores
+nothing and may be retried with the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.errors import BadInputError, ConflictError
+from server.models import IdempotencyKey
+
+MAX_KEY = 200
+
+
+def request_hash(request: dict[str, Any]) -> str:
+    canonical = json.dumps(request, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def once(
+    db: AsyncSession,
+    *,
+    caller: str,
+    operation: str,
+    key: str | None,
+    request: dict[str, Any],
+    run: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run ``run`` once per key; its result must be a JSON object (ids to reload)."""
+    if key is None:
+        return await run()
+    if not 0 < len(key) <= MAX_KEY:
+        raise BadInputError(f"idempotencyKey must be 1 to {MAX_KEY} characters",
+                            field="idempotencyKey")
+    digest = request_hash(request)
+    stored = await _stored(db, caller, operation, key)
+    if stored is not None:
+        return _replay(stored, digest)
+    result = await run()
+    inserted = await db.scalar(
+        insert(IdempotencyKey)
+        .values(caller=caller, operation=operation, key=key, request_hash=digest, result=result)
+        .on_conflict_do_nothing()
+        .returning(IdempotencyKey.id)
+    )
+    if inserted is None:
+        # a concurrent call with the same key won; ours must not land
+        raise ConflictError("a call with this idempotencyKey is in flight; retry it",
+                            field="idempotencyKey")
+    return result
+
+
+async def _stored(db: AsyncSession, caller: str, operation: str, key: str) -> IdempotencyKey | None:
+    return await db.scalar(
+        select(IdempotencyKey).where(
+            IdempotencyKey.caller == caller,  # type: ignore[arg-type]
+            IdempotencyKey.operation == operation,  # type: ignore[arg-type]
+            IdempotencyKey.key == key,  # type: ignore[arg-type]
+        )
+    )
+
+
+def _replay(stored: IdempotencyKey, digest: str) -> dict[str, Any]:
+    if stored.request_hash != digest:
+        raise ConflictError(
+            "this idempotencyKey was used with different input", field="idempotencyKey"
+        )
+    return stored.result

@@ -1,0 +1,28 @@
+"""Loading rows by id, with NOT_FOUND instead of ``None``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.errors import NotFoundError
+from server.models import Agent, AgentVersion, Execution, Session, Turn
+
+T = TypeVar("T")
+
+_NAMES: dict[type[Any], str] = {
+    Agent: "agent",
+    AgentVersion: "agent version",
+    Session: "session",
+    Turn: "turn",
+    Execution: "execution",
+}
+
+
+async def get(db: AsyncSession, model: type[T], id_: uuid.UUID, *, lock: bool = False) -> T:
+    row = await db.get(model, id_, with_for_update=lock)
+    if row is None:
+        raise NotFoundError(f"no {_NAMES.get(model, model.__name__.lower())} with id {id_}")
+    return row

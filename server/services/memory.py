@@ -1,0 +1,385 @@
+"""The native memory tools: add_memory, read_memory, delete_memory (R10–R14, R20–R26, R31).
+
+Each call is an execution of the native tool of its name (R26), recorded with
+its input and output. A call the configuration does not allow fails with a
+message the agent can read and changes no memory (R24); the failed execution is
+still recorded, so the transcript shows what was tried.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
+from server.domain.visibility import Purpose
+from server.embedding import Embedder
+from server.errors import BadInputError, ConflictError, DomainError, NotAllowedError, NotFoundError
+from server.models import Execution, Invocation, MemoryRecord, MemoryVersion
+from server.services.transcript import append_event, start_execution
+from server.services.turns import TurnScope, ensure_memory_enabled, open_scope, pinned_entries
+from server.storage.gate import effective_status, record_condition
+
+MAX_SUMMARY = 500
+MAX_CONTENT = 20_000
+MAX_LABEL_VALUE = 200
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """A record as a tool's output names it."""
+
+    record: MemoryRecord
+    version: MemoryVersion
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.record.id),
+            "version": str(self.version.id),
+            "status": self.version.status,
+            "scope": self.record.scope,
+            "kind": self.version.kind,
+            "summary": self.version.summary,
+            "preview": self.record.preview,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    execution: Execution
+    items: list[MemoryItem]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """Where a tool call comes from: its turn, the calling execution, the model call."""
+
+    turn_id: uuid.UUID
+    caller_execution_id: uuid.UUID | None = None
+    invocation_id: uuid.UUID | None = None
+
+
+async def run_tool(
+    db: AsyncSession,
+    *,
+    ref: CallRef,
+    name: str,
+    input: dict[str, Any],
+    output_key: Literal["memories", "sources"],
+    body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
+) -> ToolResult:
+    """Record the execution of a native tool; on a refusal record it failed, change nothing."""
+    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
+    if ref.invocation_id is not None:
+        invocation = await db.get(Invocation, ref.invocation_id)
+        if invocation is None or invocation.execution_id != scope.caller.id:
+            raise NotFoundError(
+                f"no invocation {ref.invocation_id} in the calling execution", field="invocationId"
+            )
+    execution = await start_execution(
+        db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
+    )
+    try:
+        async with db.begin_nested():
+            items = await body(scope, execution)
+    except DomainError as exc:
+        execution.status = "failed"
+        execution.error = exc.message
+        execution.ended_at = func.clock_timestamp()
+        await append_event(
+            db, turn=scope.turn, type="tool.error", execution_id=execution.id, tool_name=name,
+            payload={"error": exc.message, "code": exc.code},
+        )
+        await db.commit()
+        raise
+    execution.status = "succeeded"
+    execution.output = {output_key: [item.to_json() for item in items]}
+    execution.ended_at = func.clock_timestamp()
+    await append_event(
+        db, turn=scope.turn, type="tool.result", execution_id=execution.id, tool_name=name,
+        payload=execution.output,
+    )
+    await db.flush()
+    await db.refresh(execution)
+    return ToolResult(execution=execution, items=items)
+
+
+def _require_tool(scope: TurnScope, name: str, *, writes: bool) -> None:
+    ensure_memory_enabled(scope)
+    if not scope.config.memory.allows_tool(name):
+        raise NotAllowedError(
+            f"{name} is not offered to this agent (harness.memory.tools)", tool=name
+        )
+    if writes and scope.read_only:
+        raise NotAllowedError(
+            f"a {scope.caller.kind} may search memory but never write it; only the agent "
+            "itself changes memory",
+            tool=name,
+        )
+
+
+async def _target(
+    db: AsyncSession, scope: TurnScope, record_id: uuid.UUID, *, purpose: Purpose
+) -> tuple[MemoryRecord, MemoryVersion, str]:
+    """A record the reader may see for ``purpose``, with its current version and status."""
+    row = (
+        await db.execute(
+            select(MemoryRecord, effective_status(scope.reader))
+            .where(MemoryRecord.id == record_id, record_condition(scope.reader, purpose=purpose))  # type: ignore[arg-type]
+            .with_for_update(of=MemoryRecord)  # type: ignore[arg-type]
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError(f"no memory record {record_id} that this agent can reach")
+    record, status = row
+    version_id = (
+        record.prior_version_id
+        if record.pending_turn_id not in (None, scope.turn.id)
+        else record.current_version_id
+    )
+    version = await db.get(MemoryVersion, version_id)
+    assert version is not None
+    return record, version, status
+
+
+def _new_version(
+    scope: TurnScope, execution: Execution, ref: CallRef, *, record: MemoryRecord, number: int,
+    status: str, like: MemoryVersion | None = None, **fields: Any,
+) -> MemoryVersion:
+    if like is not None:
+        for key in ("summary", "content", "kind", "labels", "embedding"):
+            fields.setdefault(key, getattr(like, key))
+    return MemoryVersion(
+        record_id=record.id,
+        agent_id=record.agent_id,
+        number=number,
+        status=status,
+        execution_id=execution.id,
+        invocation_id=ref.invocation_id,
+        agent_version_id=scope.version.id,
+        session_id=scope.turn.session_id,
+        turn_id=scope.turn.id,
+        **fields,
+    )
+
+
+async def _change_status(
+    db: AsyncSession, scope: TurnScope, execution: Execution, ref: CallRef, *,
+    record: MemoryRecord, version: MemoryVersion, status: str,
+    replaced_by: uuid.UUID | None = None,
+) -> MemoryItem:
+    """Stage a status change of a record this turn may change (R12, R21, R22)."""
+    number = int(
+        await db.scalar(
+            select(func.max(MemoryVersion.number)).where(MemoryVersion.record_id == record.id)  # type: ignore[arg-type]
+        ) or 0
+    ) + 1
+    new = _new_version(scope, execution, ref, record=record, number=number, status=status,
+                       like=version)
+    db.add(new)
+    await db.flush()
+    staged_here = record.pending_turn_id == scope.turn.id
+    changed = await db.execute(
+        update(MemoryRecord)
+        .where(
+            MemoryRecord.id == record.id,  # type: ignore[arg-type]
+            MemoryRecord.status == "ACTIVE",  # type: ignore[arg-type]
+            (MemoryRecord.pending_turn_id == scope.turn.id) if staged_here  # type: ignore[arg-type]
+            else MemoryRecord.pending_turn_id.is_(None),  # type: ignore[union-attr]
+        )
+        .values(
+            status=status,
+            replaced_by_id=replaced_by,
+            current_version_id=new.id,
+            pending_turn_id=scope.turn.id,
+            prior_status=record.prior_status if staged_here else record.status,
+            prior_version_id=record.prior_version_id if staged_here else record.current_version_id,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    if changed.rowcount != 1:  # type: ignore[attr-defined]
+        raise ConflictError(f"memory record {record.id} was changed by another turn")
+    await db.refresh(record)
+    return MemoryItem(record=record, version=new)
+
+
+def _labels(scope: TurnScope, labels: dict[str, Any] | None) -> dict[str, str]:
+    declared = scope.config.memory.labels
+    out: dict[str, str] = {}
+    for name, value in (labels or {}).items():
+        if name not in declared:
+            raise NotAllowedError(
+                f"label {name!r} is not declared in harness.memory.labels "
+                f"(declared: {', '.join(sorted(declared)) or 'none'})",
+                field="labels",
+            )
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise BadInputError(f"label {name} must be a string or an integer", field="labels")
+        text = str(value)
+        if not 0 < len(text) <= MAX_LABEL_VALUE:
+            raise BadInputError(
+                f"label {name} must be 1 to {MAX_LABEL_VALUE} characters", field="labels"
+            )
+        out[name] = text
+    return out
+
+
+def _scope_for(scope: TurnScope, requested: str | None) -> str:
+    """R20: session unless the agent asks for agent, which needs agent in scope.write."""
+    writes = scope.config.memory.write_scopes
+    if requested is None:
+        choice = "session" if "session" in writes else "agent"
+    else:
+        choice = requested.lower()
+        if choice not in ("session", "agent"):
+            raise BadInputError("scope must be SESSION or AGENT", field="scope")
+    if choice not in writes:
+        raise NotAllowedError(
+            f"this agent does not write {choice} scope (harness.memory.scope.write)", field="scope"
+        )
+    if choice == "session" and scope.turn.session_id is None:
+        raise NotAllowedError("an agent without sessions has no session scope", field="scope")
+    return choice.upper()
+
+
+async def _check_pin_budget(
+    db: AsyncSession, scope: TurnScope, summary: str, record_id: uuid.UUID,
+    dropping: uuid.UUID | None,
+) -> None:
+    max_tokens = scope.config.memory.pinned_max_tokens
+    if max_tokens is None:
+        raise NotAllowedError(
+            "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
+        )
+    lines = [e.line for e in await pinned_entries(db, reader=scope.reader) if e.record_id != dropping]
+    needed = estimate_tokens([*lines, pinned_line(summary, record_id)])
+    if needed > max_tokens:
+        raise NotAllowedError(
+            over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
+        )
+
+
+async def add_memory(
+    db: AsyncSession,
+    embedder: Embedder,
+    *,
+    ref: CallRef,
+    summary: str,
+    content: str | None = None,
+    kind: str | None = None,
+    labels: dict[str, Any] | None = None,
+    scope: str | None = None,
+    pinned: bool = False,
+    replaces: uuid.UUID | None = None,
+) -> ToolResult:
+    """Save a record; with ``replaces`` the named record becomes SUPERSEDED (R20–R22)."""
+    args: dict[str, Any] = {
+        "summary": summary, "content": content, "kind": kind, "labels": labels,
+        "scope": scope, "pinned": pinned, "replaces": str(replaces) if replaces else None,
+    }
+
+    async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
+        _require_tool(ts, "add_memory", writes=True)
+        text = summary.strip()
+        if not text or "\n" in text or len(text) > MAX_SUMMARY:
+            raise BadInputError(
+                f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
+                field="summary",
+            )
+        if content is not None and len(content) > MAX_CONTENT:
+            raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
+        the_kind = kind or ts.config.memory.kinds[0]
+        if the_kind not in ts.config.memory.kinds:
+            raise NotAllowedError(
+                f"kind {the_kind!r} is not declared (harness.memory.kinds: "
+                f"{', '.join(ts.config.memory.kinds)})",
+                field="kind",
+            )
+        the_labels = _labels(ts, labels)
+        the_scope = _scope_for(ts, scope)
+        old: tuple[MemoryRecord, MemoryVersion, str] | None = None
+        if replaces is not None:
+            old = await _target(db, ts, replaces, purpose=Purpose.CHANGE)
+            if old[2] != "ACTIVE":
+                raise ConflictError(
+                    f"memory record {replaces} is {old[2]}, not ACTIVE; only an active record "
+                    "can be replaced",
+                    field="replaces",
+                )
+        record_id = uuid.uuid4()
+        if pinned:
+            await _check_pin_budget(db, ts, text, record_id,
+                                    old[0].id if old and old[0].pinned else None)
+        vector, _ = await embedder.embed_one(f"{text}\n{content}" if content else text)
+        record = MemoryRecord(
+            id=record_id, agent_id=ts.turn.agent_id, session_id=ts.turn.session_id,
+            scope=the_scope, preview=ts.turn.preview, pinned=pinned,
+            replaces_id=replaces, turn_id=ts.turn.id,
+        )
+        db.add(record)
+        await db.flush()
+        version = _new_version(
+            ts, execution, ref, record=record, number=1, status="ACTIVE", summary=text,
+            content=content, kind=the_kind, labels=the_labels, embedding=vector,
+        )
+        db.add(version)
+        await db.flush()
+        record.current_version_id = version.id
+        await db.flush()
+        items = [MemoryItem(record=record, version=version)]
+        if old is not None and (old[0].preview or not ts.turn.preview):
+            items.append(await _change_status(
+                db, ts, execution, ref, record=old[0], version=old[1], status="SUPERSEDED",
+                replaced_by=record.id,
+            ))
+        return items
+
+    return await run_tool(db, ref=ref, name="add_memory", input=args, output_key="memories",
+                          body=body)
+
+
+async def read_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -> ToolResult:
+    """Read one record, whatever its status (R14); helpers may read too (R23)."""
+
+    async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
+        _require_tool(ts, "read_memory", writes=False)
+        record, version, status = await _target(db, ts, record_id, purpose=Purpose.READ)
+        return [MemoryItem(record=record, version=version)]
+
+    return await run_tool(db, ref=ref, name="read_memory", input={"id": str(record_id)},
+                          output_key="sources", body=body)
+
+
+async def delete_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -> ToolResult:
+    """Delete one record within the written scopes; in preview, write a DELETED preview
+    record naming it instead (R21, R22)."""
+
+    async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
+        _require_tool(ts, "delete_memory", writes=True)
+        record, version, status = await _target(db, ts, record_id, purpose=Purpose.CHANGE)
+        if status != "ACTIVE":
+            raise ConflictError(f"memory record {record_id} is {status}, not ACTIVE")
+        if record.preview or not ts.turn.preview:
+            return [await _change_status(db, ts, execution, ref, record=record, version=version,
+                                         status="DELETED")]
+        marker = MemoryRecord(
+            agent_id=ts.turn.agent_id, session_id=ts.turn.session_id, scope=record.scope,
+            status="DELETED", preview=True, replaces_id=record.id, turn_id=ts.turn.id,
+        )
+        db.add(marker)
+        await db.flush()
+        new = _new_version(ts, execution, ref, record=marker, number=1, status="DELETED",
+                           like=version)
+        db.add(new)
+        await db.flush()
+        marker.current_version_id = new.id
+        await db.flush()
+        return [MemoryItem(record=marker, version=new)]
+
+    return await run_tool(db, ref=ref, name="delete_memory", input={"id": str(record_id)},
+                          output_key="memories", body=body)

@@ -1,0 +1,143 @@
+"""Dashboard reads: pages of sessions, turns and memory records, newest first.
+
+Memory listing goes through the visibility gate with an API reader (committed
+records of the agent, preview or live, any status); grants decide who may ask.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Select, and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain import cursor
+from server.domain.visibility import Purpose, Reader
+from server.errors import BadInputError
+from server.models import MemoryRecord, MemoryVersion, Session, Turn
+from server.storage.gate import effective_status, record_condition
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[tuple[str, T]]  # (cursor, item)
+    has_next: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    status: str | None = None
+    kind: str | None = None
+    scope: str | None = None
+    session_id: uuid.UUID | None = None
+    preview: bool | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def check_first(first: int, *, maximum: int) -> int:
+    if not 1 <= first <= maximum:
+        raise BadInputError(f"first must be from 1 to {maximum}", field="first")
+    return first
+
+
+async def list_records(
+    db: AsyncSession, *, agent_id: uuid.UUID, first: int, after: str | None,
+    filter: RecordFilter, maximum: int = 100,
+) -> Page[MemoryRecord]:
+    check_first(first, maximum=maximum)
+    reader = Reader.for_api(agent_id=agent_id)
+    stmt: Select[Any] = select(MemoryRecord).where(record_condition(reader, purpose=Purpose.READ))
+    if filter.status:
+        stmt = stmt.where(effective_status(reader) == filter.status)
+    if filter.scope:
+        stmt = stmt.where(MemoryRecord.scope == filter.scope)  # type: ignore[arg-type]
+    if filter.session_id:
+        stmt = stmt.where(MemoryRecord.session_id == filter.session_id)  # type: ignore[arg-type]
+    if filter.preview is not None:
+        stmt = stmt.where(MemoryRecord.preview.is_(filter.preview))  # type: ignore[attr-defined]
+    if filter.kind or filter.labels:
+        stmt = stmt.join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
+        if filter.kind:
+            stmt = stmt.where(MemoryVersion.kind == filter.kind)  # type: ignore[arg-type]
+        if filter.labels:
+            stmt = stmt.where(MemoryVersion.labels.contains(dict(filter.labels)))  # type: ignore[attr-defined]
+    if after:
+        (seq,) = cursor.decode("record", after, arity=1)
+        if not seq.isdigit():
+            raise BadInputError("after is not a cursor this list gave out", field="after")
+        stmt = stmt.where(MemoryRecord.seq < int(seq))  # type: ignore[operator]
+    rows = (await db.scalars(stmt.order_by(MemoryRecord.seq.desc()).limit(first + 1))).all()  # type: ignore[union-attr]
+    return Page(
+        items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
+        has_next=len(rows) > first,
+    )
+
+
+def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
+    if not after:
+        return None
+    at, ident = cursor.decode(kind, after, arity=2)
+    try:
+        when, key = datetime.fromisoformat(at), uuid.UUID(ident)
+    except ValueError as exc:
+        raise BadInputError("after is not a cursor this list gave out", field="after") from exc
+    return or_(model.created_at < when, and_(model.created_at == when, model.id < key))
+
+
+async def _time_page(
+    db: AsyncSession, model: Any, kind: str, where: Any, first: int, after: str | None,
+    maximum: int,
+) -> Page[Any]:
+    check_first(first, maximum=maximum)
+    stmt = select(model).where(where)
+    keyset = _time_keyset(model, kind, after)
+    if keyset is not None:
+        stmt = stmt.where(keyset)
+    rows = (
+        await db.scalars(
+            stmt.order_by(model.created_at.desc(), model.id.desc()).limit(first + 1)
+        )
+    ).all()
+    return Page(
+        items=[(cursor.encode(kind, r.created_at.isoformat(), r.id), r) for r in rows[:first]],
+        has_next=len(rows) > first,
+    )
+
+
+async def list_sessions(
+    db: AsyncSession, *, agent_id: uuid.UUID, first: int, after: str | None, maximum: int = 100
+) -> Page[Session]:
+    return await _time_page(db, Session, "session", Session.agent_id == agent_id, first, after,
+                            maximum)
+
+
+async def list_turns(
+    db: AsyncSession, *, session_id: uuid.UUID | None = None, agent_id: uuid.UUID | None = None,
+    first: int, after: str | None, maximum: int = 100,
+) -> Page[Turn]:
+    where = Turn.session_id == session_id if session_id else Turn.agent_id == agent_id
+    return await _time_page(db, Turn, "turn", where, first, after, maximum)
+
+
+async def turn_memories(db: AsyncSession, *, turn_id: uuid.UUID) -> list[MemoryRecord]:
+    """What a turn wrote (spec's ``Action.memories``): records it created or changed,
+    live and preview; a preview deletion is a preview record of status DELETED."""
+    touched = select(MemoryVersion.record_id).where(MemoryVersion.turn_id == turn_id)  # type: ignore[arg-type]
+    rows = await db.scalars(
+        select(MemoryRecord).where(MemoryRecord.id.in_(touched)).order_by(MemoryRecord.seq)  # type: ignore[attr-defined,union-attr]
+    )
+    return list(rows.all())
+
+
+async def list_agents(
+    db: AsyncSession, *, namespace: str, first: int, after: str | None, maximum: int = 100
+) -> Page[Any]:
+    from server.models import Agent
+
+    return await _time_page(db, Agent, "agent", Agent.namespace == namespace, first, after,
+                            maximum)

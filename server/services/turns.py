@@ -1,0 +1,353 @@
+"""The turn lifecycle: begin, commit, roll back, fail, retry and replay.
+
+A turn is the transaction of the memory it writes (R12): records and status
+changes staged by an open turn are seen by that turn only; ``commit`` publishes
+them; ``rollback`` and ``fail`` remove them without trace. The turn's transcript
+(its executions and events) stays in every case.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.config import HarnessConfig
+from server.domain.pinned import pinned_line
+from server.domain.visibility import Purpose, Reader
+from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
+from server.models import (
+    Agent,
+    AgentVersion,
+    Execution,
+    Invocation,
+    MemoryRecord,
+    MemoryVersion,
+    Session,
+    Turn,
+)
+from server.services.agents import config_of, latest_version
+from server.services.lookup import get
+from server.services.transcript import append_event, start_execution
+from server.storage.gate import record_condition
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedEntry:
+    record_id: uuid.UUID
+    version_id: uuid.UUID
+    summary: str
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class BegunTurn:
+    turn: Turn
+    execution: Execution
+    pinned: list[PinnedEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnScope:
+    """Everything a native tool call needs to know about its turn."""
+
+    turn: Turn
+    agent: Agent
+    version: AgentVersion
+    config: HarnessConfig
+    caller: Execution
+    reader: Reader
+
+    @property
+    def read_only(self) -> bool:
+        return self.caller.kind in ("helper", "program")
+
+
+def reader_for(turn: Turn, config: HarnessConfig) -> Reader:
+    return Reader.for_turn(
+        agent_id=turn.agent_id,
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        preview=turn.preview,
+        read_scopes=config.memory.read_scopes,
+        write_scopes=config.memory.write_scopes,
+    )
+
+
+async def begin_turn(
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID | None = None,
+    agent_id: uuid.UUID | None = None,
+    agent_version_id: uuid.UUID | None = None,
+    preview: bool = False,
+    replay_of: uuid.UUID | None = None,
+    retry_of: uuid.UUID | None = None,
+) -> BegunTurn:
+    if (session_id is None) == (agent_id is None):
+        raise BadInputError("pass exactly one of sessionId or agentId", field="sessionId")
+    if replay_of is not None and retry_of is not None:
+        raise BadInputError("a turn is either a replay or a retry, not both", field="replayOf")
+    session: Session | None = None
+    if session_id is not None:
+        session = await get(db, Session, session_id, lock=True)
+        agent = await get(db, Agent, session.agent_id)
+    else:
+        assert agent_id is not None
+        agent = await get(db, Agent, agent_id, lock=True)
+        if not agent.sessionless:
+            raise BadInputError(
+                "this agent has sessions: begin its turns with sessionId", field="agentId"
+            )
+    if agent_version_id is None:
+        version = await latest_version(db, agent_id=agent.id)
+    else:
+        version = await get(db, AgentVersion, agent_version_id)
+        if version.agent_id != agent.id:
+            raise NotFoundError(f"no agent version with id {agent_version_id} for this agent")
+
+    number, attempt = await _number(db, agent=agent, session=session, replay_of=replay_of,
+                                    retry_of=retry_of, preview=preview)
+    turn = Turn(
+        agent_id=agent.id,
+        session_id=session.id if session else None,
+        agent_version_id=version.id,
+        number=number,
+        attempt=attempt,
+        preview=preview,
+        replay_of_id=replay_of,
+        retry_of_id=retry_of,
+    )
+    db.add(turn)
+    await db.flush()
+    execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
+    config = config_of(version, agent)
+    pinned = await pinned_entries(db, reader=reader_for(turn, config)) if (
+        config.memory.enabled
+    ) else []
+    await append_event(
+        db,
+        turn=turn,
+        type="memory.pinned",
+        execution_id=execution.id,
+        payload={
+            "lines": [p.line for p in pinned],
+            "versions": [
+                {"record": str(p.record_id), "version": str(p.version_id)} for p in pinned
+            ],
+        },
+    )
+    return BegunTurn(turn=turn, execution=execution, pinned=pinned)
+
+
+async def _number(
+    db: AsyncSession,
+    *,
+    agent: Agent,
+    session: Session | None,
+    replay_of: uuid.UUID | None,
+    retry_of: uuid.UUID | None,
+    preview: bool,
+) -> tuple[int, int]:
+    """Turn number and attempt: a retry keeps the number, a replay takes the original's."""
+    same_place = (
+        Turn.session_id == session.id if session else Turn.agent_id == agent.id  # type: ignore[arg-type]
+    )
+    for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
+        if ref is None:
+            continue
+        original = await db.scalar(select(Turn).where(Turn.id == ref, same_place))  # type: ignore[arg-type]
+        if original is None:
+            raise NotFoundError(f"no turn {ref} in this session", field=what)
+        if what == "retryOf":
+            if original.status != "failed":
+                raise ConflictError("only a failed turn can be retried", field=what)
+            newer = await db.scalar(
+                select(func.max(Turn.attempt)).where(
+                    same_place, Turn.number == original.number, Turn.replay_of_id.is_(None)  # type: ignore[union-attr]
+                )
+            )
+            if newer != original.attempt:
+                raise ConflictError("this attempt was already retried", field=what)
+            if original.preview != preview:
+                raise BadInputError("a retry keeps the original's preview flag", field=what)
+            return original.number, original.attempt + 1
+        if original.status != "committed":
+            raise ConflictError("only a committed turn can be replayed", field=what)
+        return original.number, 1
+    last = await db.scalar(
+        select(func.max(Turn.number)).where(same_place, Turn.replay_of_id.is_(None))  # type: ignore[union-attr]
+    )
+    return (last or 0) + 1, 1
+
+
+async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
+    """The pinned records the reader can see, oldest pin first (R30)."""
+    rows = (
+        await db.execute(
+            select(MemoryRecord.id, MemoryVersion.id, MemoryVersion.summary)
+            .join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
+            .where(
+                MemoryRecord.pinned.is_(True),  # type: ignore[attr-defined]
+                record_condition(reader, purpose=Purpose.SEARCH),
+            )
+            .order_by(MemoryRecord.seq)
+        )
+    ).all()
+    return [
+        PinnedEntry(record_id=rid, version_id=vid, summary=s, line=pinned_line(s, rid))
+        for rid, vid, s in rows
+    ]
+
+
+async def open_scope(
+    db: AsyncSession, *, turn_id: uuid.UUID, caller_execution_id: uuid.UUID | None = None
+) -> TurnScope:
+    """Resolve a tool call's turn (it must be open) and its caller execution."""
+    turn = await get(db, Turn, turn_id)
+    if turn.status != "open":
+        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    agent = await get(db, Agent, turn.agent_id)
+    version = await get(db, AgentVersion, turn.agent_version_id)
+    config = config_of(version, agent)
+    if caller_execution_id is None:
+        caller = await db.scalar(
+            select(Execution).where(Execution.turn_id == turn.id, Execution.kind == "turn")  # type: ignore[arg-type]
+        )
+        assert caller is not None
+    else:
+        caller = await get(db, Execution, caller_execution_id)
+        if caller.turn_id != turn.id:
+            raise NotFoundError(f"no execution {caller_execution_id} in this turn")
+        if caller.kind == "tool":
+            raise BadInputError("a native tool call cannot call tools", field="executionId")
+    return TurnScope(
+        turn=turn, agent=agent, version=version, config=config, caller=caller,
+        reader=reader_for(turn, config),
+    )
+
+
+async def start_helper(
+    db: AsyncSession,
+    *,
+    turn_id: uuid.UUID,
+    kind: str,
+    name: str,
+    parent_execution_id: uuid.UUID | None = None,
+) -> Execution:
+    """Record a helper (subagent) or a program run by a programmatic tool caller (R23)."""
+    if kind not in ("helper", "program"):
+        raise BadInputError("kind must be helper or program", field="kind")
+    scope = await open_scope(db, turn_id=turn_id, caller_execution_id=parent_execution_id)
+    return await start_execution(
+        db, turn=scope.turn, kind=kind, name=name, parent_id=scope.caller.id
+    )
+
+
+async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str | None) -> Turn:
+    turn = await get(db, Turn, turn_id, lock=True)
+    if turn.status != "open":
+        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    turn.status = status
+    turn.error = error
+    turn.ended_at = datetime.now(UTC)
+    now = func.clock_timestamp()
+    await db.execute(
+        update(Execution)
+        .where(Execution.turn_id == turn_id, Execution.status == "running")  # type: ignore[arg-type]
+        .values(status="succeeded" if status == "committed" else "failed", ended_at=now)
+    )
+    await db.flush()
+    return turn
+
+
+async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
+    """Publish the turn's staged memory (R12)."""
+    turn = await _close(db, turn_id, "committed", None)
+    await db.execute(
+        update(MemoryRecord).where(MemoryRecord.turn_id == turn_id).values(committed=True)  # type: ignore[arg-type]
+    )
+    await db.execute(
+        update(MemoryRecord)
+        .where(MemoryRecord.pending_turn_id == turn_id)  # type: ignore[arg-type]
+        .values(pending_turn_id=None, prior_status=None, prior_version_id=None)
+    )
+    return turn
+
+
+async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
+    """Undo what an open turn staged: restore changed records, remove new rows (R12)."""
+    changed = MemoryRecord.pending_turn_id == turn_id  # type: ignore[arg-type]
+    await db.execute(
+        update(MemoryRecord)
+        .where(changed)
+        .values(
+            status=MemoryRecord.prior_status,
+            current_version_id=MemoryRecord.prior_version_id,
+            replaced_by_id=None,
+            pending_turn_id=None,
+            prior_status=None,
+            prior_version_id=None,
+        )
+    )
+    await db.execute(delete(MemoryVersion).where(MemoryVersion.turn_id == turn_id))  # type: ignore[arg-type]
+    await db.execute(
+        delete(MemoryRecord).where(MemoryRecord.turn_id == turn_id, MemoryRecord.committed.is_(False))  # type: ignore[arg-type,attr-defined]
+    )
+
+
+async def rollback_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
+    turn = await _close(db, turn_id, "rolled_back", None)
+    await discard_staged(db, turn_id=turn_id)
+    return turn
+
+
+async def fail_turn(db: AsyncSession, *, turn_id: uuid.UUID, error: str | None) -> Turn:
+    """A failed attempt keeps its transcript but none of its memory; it may be retried."""
+    if error is not None and len(error) > 10_000:
+        raise BadInputError("error must be at most 10000 characters", field="error")
+    turn = await _close(db, turn_id, "failed", error)
+    await discard_staged(db, turn_id=turn_id)
+    return turn
+
+
+def ensure_memory_enabled(scope: TurnScope) -> None:
+    if not scope.config.memory.enabled:
+        raise NotAllowedError(
+            "memory is not enabled for this agent version (harness.memory.enabled)"
+        )
+
+
+def ids_of(rows: Sequence[MemoryRecord]) -> list[str]:
+    return [str(r.id) for r in rows]
+
+
+async def record_invocation(
+    db: AsyncSession,
+    *,
+    execution_id: uuid.UUID,
+    purpose: str,
+    model: str,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+) -> Invocation:
+    """Record one model call (purpose ``turn`` or ``memory``) inside an open turn."""
+    execution = await get(db, Execution, execution_id)
+    turn = await get(db, Turn, execution.turn_id)
+    if turn.status != "open":
+        raise ConflictError(f"turn {turn.id} is {turn.status}, not open")
+    if input_tokens < 0 or output_tokens < 0:
+        raise BadInputError("token counts cannot be negative", field="inputTokens")
+    if not 0 < len(model) <= 200:
+        raise BadInputError("model must be 1 to 200 characters", field="model")
+    invocation = Invocation(
+        agent_id=execution.agent_id, execution_id=execution.id, purpose=purpose, model=model,
+        input_tokens=input_tokens, output_tokens=output_tokens, counted=purpose != "embed",
+    )
+    db.add(invocation)
+    await db.flush()
+    return invocation

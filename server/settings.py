@@ -1,0 +1,43 @@
+"""The one settings class: every knob comes from the environment (prefix ``AGENT_MEMORY_``).
+
+``DATABASE_URL`` is also read unprefixed, because that is what operators set.
+When no database URL is given, an embedded PostgreSQL (with pgvector) is started
+in ``<data_dir>/postgres`` and kept between runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENT_MEMORY_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("AGENT_MEMORY_DATABASE_URL", "DATABASE_URL"),
+        description="PostgreSQL URL (with pgvector). Unset: start the embedded server.",
+    )
+    data_dir: Path = Field(
+        default=Path(".data"), description="Where the embedded PostgreSQL keeps its data."
+    )
+    database_name: str = Field(
+        default="agent_memory", description="Database created inside the embedded server."
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    dev: bool = Field(default=False, description="Development mode: GraphiQL and introspection.")
+    embedding_model: str | None = Field(
+        default=None,
+        description="Path or name of a sentence-transformers model; default: the bundled "
+        "all-MiniLM-L6-v2.",
+    )
+    embedding_batch_size: int = Field(default=64, ge=1, le=1024)
+    embedding_cache_size: int = Field(default=4096, ge=0)
+    pool_size: int = Field(default=10, ge=1)
+    max_page_size: int = Field(default=100, ge=1, le=1000)
+    statement_timeout_ms: int = Field(default=15000, ge=100)
+    log_level: str = "info"

@@ -1,0 +1,148 @@
+"""Small helpers that drive the real schema through a typical agent's life."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from tests.conftest import Api
+
+CREATE_AGENT = """
+mutation($ns: String!, $name: String!, $sessionless: Boolean!) {
+  createAgent(input: {namespace: $ns, name: $name, sessionless: $sessionless}) { id }
+}"""
+PUBLISH = """
+mutation($agent: UUID!, $config: JSON!) {
+  publishAgentVersion(input: {agentId: $agent, config: $config}) { id number }
+}"""
+CREATE_SESSION = """
+mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { id } }"""
+BEGIN = """
+mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UUID,
+         $retryOf: UUID, $key: String) {
+  beginTurn(input: {sessionId: $session, agentId: $agent, preview: $preview,
+                    replayOf: $replayOf, retryOf: $retryOf, idempotencyKey: $key}) {
+    turn { id number attempt preview status }
+    execution { id }
+    pinned { recordId versionId summary line }
+    instructions
+  }
+}"""
+COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { id status } }"
+ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { id status } }"
+FAIL = "mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: \"boom\"}) { id status } }"
+ADD = """
+mutation($turn: UUID!, $summary: String!, $content: String, $kind: String, $labels: JSON,
+         $scope: Scope, $pinned: Boolean! = false, $replaces: UUID, $execution: UUID,
+         $key: String) {
+  addMemory(input: {turnId: $turn, summary: $summary, content: $content, kind: $kind,
+                    labels: $labels, scope: $scope, pinned: $pinned, replaces: $replaces,
+                    executionId: $execution, idempotencyKey: $key}) {
+    execution { id name status output }
+    memories { id recordId status summary record { id status scope preview pinned } }
+  }
+}"""
+READ = """
+mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
+  readMemory(input: {turnId: $turn, id: $id, executionId: $execution}) {
+    execution { id name output }
+    sources { id recordId status summary }
+  }
+}"""
+DELETE = """
+mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
+  deleteMemory(input: {turnId: $turn, id: $id, executionId: $execution}) {
+    execution { id name output }
+    memories { id recordId status summary record { id status preview replaces { id } } }
+  }
+}"""
+HELPER = """
+mutation($turn: UUID!, $kind: HelperKind!) {
+  startExecution(input: {turnId: $turn, kind: $kind, name: "helper"}) { id kind }
+}"""
+
+ALL_TOOLS = ["add_memory", "read_memory", "delete_memory"]
+
+
+def memory_config(
+    *,
+    read: list[str] | None = None,
+    write: list[str] | None = None,
+    tools: list[str] | None = None,
+    pinned: int | None = None,
+    labels: dict[str, Any] | None = None,
+    kinds: list[str] | None = None,
+    enabled: bool = True,
+) -> dict[str, Any]:
+    memory: dict[str, Any] = {"enabled": enabled, "tools": ALL_TOOLS if tools is None else tools}
+    if read or write:
+        memory["scope"] = {"read": read or ["session"], "write": write or ["session"]}
+    if pinned is not None:
+        memory["pinned"] = {"max_tokens": pinned}
+    if labels is not None:
+        memory["labels"] = labels
+    if kinds is not None:
+        memory["kinds"] = kinds
+    return {"harness": {"memory": memory}}
+
+
+class Scenario:
+    """One agent in its own namespace, with helpers for its sessions and turns."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.agent_id = ""
+
+    async def agent(self, config: dict[str, Any] | None = None, *, sessionless: bool = False,
+                    namespace: str | None = None) -> str:
+        ns = namespace or f"ns{uuid.uuid4().hex[:10]}"
+        data = await self.api.ok(CREATE_AGENT, ns=ns, name="agent", sessionless=sessionless)
+        self.agent_id = data["createAgent"]["id"]
+        if config is not None:
+            await self.publish(config)
+        return self.agent_id
+
+    async def publish(self, config: dict[str, Any]) -> dict[str, Any]:
+        data = await self.api.ok(PUBLISH, agent=self.agent_id, config=config)
+        return dict(data["publishAgentVersion"])
+
+    async def session(self) -> str:
+        data = await self.api.ok(CREATE_SESSION, agent=self.agent_id)
+        return str(data["createSession"]["id"])
+
+    async def begin(self, session: str | None = None, **kw: Any) -> dict[str, Any]:
+        if session is None:
+            kw["agent"] = self.agent_id
+        data = await self.api.ok(BEGIN, session=session, **kw)
+        return dict(data["beginTurn"])
+
+    async def turn(self, session: str | None = None, **kw: Any) -> str:
+        return str((await self.begin(session, **kw))["turn"]["id"])
+
+    async def add(self, turn: str, summary: str, **kw: Any) -> dict[str, Any]:
+        data = await self.api.ok(ADD, turn=turn, summary=summary, **kw)
+        return dict(data["addMemory"])
+
+    async def add_id(self, turn: str, summary: str, **kw: Any) -> str:
+        return str((await self.add(turn, summary, **kw))["memories"][0]["recordId"])
+
+    async def commit(self, turn: str) -> None:
+        await self.api.ok(COMMIT, turn=turn)
+
+    async def rollback(self, turn: str) -> None:
+        await self.api.ok(ROLLBACK, turn=turn)
+
+    async def read(self, turn: str, record: str) -> tuple[str, dict[str, Any]] | dict[str, Any]:
+        result = await self.api.execute(READ, turn=turn, id=record)
+        if result.errors:
+            return result.errors[0].message, dict(result.errors[0].extensions or {})
+        return dict(result.data["readMemory"])
+
+    async def can_read(self, turn: str, record: str) -> bool:
+        return isinstance(await self.read(turn, record), dict)
+
+    async def committed(self, summary: str, session: str | None = None, **kw: Any) -> str:
+        turn = await self.turn(session)
+        record = await self.add_id(turn, summary, **kw)
+        await self.commit(turn)
+        return record

@@ -1,0 +1,345 @@
+"""Search ranking (R41, R62): the reference the generated SQL must agree with."""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.domain.ranking import (
+    DEFAULT_PRESET,
+    PRESETS,
+    Candidate,
+    FusionPreset,
+    Mode,
+    Ranked,
+    rank,
+    recency,
+    rrf_term,
+)
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+K = DEFAULT_PRESET.rrf_k
+MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
+# Each signal contributes only as many candidates as the limit asks for.
+TINY_POOL = replace(DEFAULT_PRESET, name="tiny", candidate_pool=1, pool_factor=1)
+
+
+def cand(
+    key: str, *, days_old: float = 0.0, cosine: float | None = None, lexical: float | None = None
+) -> Candidate:
+    return Candidate(key, NOW - timedelta(days=days_old), cosine, lexical)
+
+
+def keys(results: list[Ranked]) -> list[str]:
+    return [r.key for r in results]
+
+
+def run(cands: list[Candidate], mode: Mode = "hybrid", **kw: object) -> list[Ranked]:
+    args: dict[str, object] = {"min_score": 0.0, "limit": 10, "now": NOW} | kw
+    return rank(cands, mode=mode, **args)  # type: ignore[arg-type]
+
+
+def recency_term(days_old: float, preset: FusionPreset = DEFAULT_PRESET) -> float:
+    return preset.recency_weight * recency(NOW - timedelta(days=days_old), NOW, preset) / (K + 1)
+
+
+# Formula pieces
+
+
+def test_rrf_term_is_weight_over_k_plus_rank() -> None:
+    assert rrf_term(1, 1.0, 60) == 1 / 61
+    assert rrf_term(3, 0.5, 10) == 0.5 / 13
+    with pytest.raises(ValueError, match="1-based"):
+        rrf_term(0, 1.0, 60)
+
+
+def test_recency_halves_every_half_life_and_ignores_future() -> None:
+    half = DEFAULT_PRESET.recency_half_life_days
+    assert recency(NOW, NOW, DEFAULT_PRESET) == 1.0
+    assert recency(NOW - timedelta(days=half), NOW, DEFAULT_PRESET) == pytest.approx(0.5)
+    assert recency(NOW - timedelta(days=2 * half), NOW, DEFAULT_PRESET) == pytest.approx(0.25)
+    assert recency(NOW + timedelta(days=5), NOW, DEFAULT_PRESET) == 1.0
+
+
+def test_hybrid_score_is_the_documented_sum() -> None:
+    a = cand("a", days_old=10, cosine=0.9, lexical=0.2)
+    b = cand("b", days_old=0, cosine=0.8, lexical=0.5)
+    scores = {r.key: r.score for r in run([a, b])}
+    assert scores["a"] == pytest.approx(1 / (K + 1) + 1 / (K + 2) + recency_term(10))
+    assert scores["b"] == pytest.approx(1 / (K + 2) + 1 / (K + 1) + recency_term(0))
+
+
+# One signal per mode
+
+
+def test_vector_mode_ranks_by_cosine_alone() -> None:
+    cands = [
+        cand("words-only", lexical=0.9),
+        cand("close", cosine=0.9),
+        cand("closer-fewer-words", cosine=0.95, lexical=0.01),
+        cand("far-many-words", cosine=0.2, lexical=0.8),
+    ]
+    results = run(cands, "vector")
+    assert keys(results) == ["closer-fewer-words", "close", "far-many-words"]
+    assert [r.score for r in results] == [0.95, 0.9, 0.2]
+
+
+def test_lexical_mode_ranks_by_full_text_alone() -> None:
+    cands = [
+        cand("meaning-only", cosine=0.99),
+        cand("few-words-close", cosine=0.95, lexical=0.1),
+        cand("many-words-far", cosine=-0.5, lexical=0.7),
+        cand("zero-rank", cosine=0.9, lexical=0.0),
+    ]
+    results = run(cands, "lexical", min_score=0.5)
+    assert keys(results) == ["many-words-far", "few-words-close"]
+    assert [r.score for r in results] == [0.7, 0.1]
+
+
+# min_score: the bar for being found by meaning alone
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_min_score_drops_meaning_only_candidates_below_it(mode: Mode) -> None:
+    cands = [cand("at", cosine=0.5), cand("below", cosine=0.49), cand("above", cosine=0.8)]
+    assert keys(run(cands, mode, min_score=0.5)) == ["above", "at"]
+
+
+def test_min_score_keeps_keyword_matches_without_their_meaning_term() -> None:
+    cands = [cand("words", cosine=0.1, lexical=0.3), cand("close", cosine=0.9)]
+    results = {r.key: r for r in run(cands, min_score=0.5)}
+    assert set(results) == {"words", "close"}
+    assert results["words"].score == pytest.approx(1 / (K + 1) + recency_term(0))
+    assert results["words"].cosine == 0.1
+
+
+def test_negative_min_score_admits_opposite_meaning() -> None:
+    assert keys(run([cand("opposite", cosine=-0.4)], "vector", min_score=-0.5)) == ["opposite"]
+
+
+# Ties and the weight of recency
+
+
+@pytest.mark.parametrize(
+    ("mode", "signals"),
+    [("vector", {"cosine": 0.7}), ("lexical", {"lexical": 0.3}), ("hybrid", {"cosine": 0.7})],
+)
+def test_newer_wins_exact_ties(mode: Mode, signals: dict[str, float]) -> None:
+    # "a-old" sorts first by key, so only the time can put "z-new" ahead.
+    results = run([cand("a-old", days_old=3, **signals), cand("z-new", **signals)], mode)
+    assert keys(results) == ["z-new", "a-old"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_key_settles_ties_of_score_and_time(mode: Mode) -> None:
+    results = run([cand("b", cosine=0.7, lexical=0.3), cand("a", cosine=0.7, lexical=0.3)], mode)
+    assert keys(results) == ["a", "b"]
+
+
+def test_hybrid_tie_between_signals_goes_to_the_newer() -> None:
+    by_meaning = cand("a-meaning", days_old=1, cosine=0.9)
+    by_words = cand("z-words", days_old=0, lexical=0.9)
+    assert keys(run([by_meaning, by_words])) == ["z-words", "a-meaning"]
+
+
+def test_strong_in_both_signals_beats_strong_in_one() -> None:
+    cands = [
+        cand("best-meaning", cosine=0.95),
+        cand("best-words", lexical=0.9),
+        cand("both", days_old=300, cosine=0.9, lexical=0.8),
+    ]
+    assert keys(run(cands))[0] == "both"
+
+
+def test_recency_settles_near_ties() -> None:
+    cands = [cand("first-old", days_old=365, cosine=0.91), cand("second-new", cosine=0.9)]
+    assert keys(run(cands)) == ["second-new", "first-old"]
+
+
+def test_recency_never_lifts_a_new_record_over_a_much_better_old_one() -> None:
+    # Under the default preset, a brand-new record gains less than four places.
+    old_best = cand("old-best", days_old=3650, cosine=0.9)
+    others = [cand(f"mid-{i}", days_old=100, cosine=0.8 - i / 100) for i in range(3)]
+    new_fifth = cand("new-fifth", cosine=0.5)
+    ranked = keys(run([old_best, *others, new_fifth], limit=1))
+    assert ranked == ["old-best"]
+    heavy = keys(run([old_best, *others, new_fifth], limit=1, preset=PRESETS["recency_heavy"]))
+    assert heavy == ["new-fifth"]
+
+
+# Limit and pool
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_limit_caps_results_and_keeps_the_best(mode: Mode) -> None:
+    cands = [cand(f"k{i}", cosine=i / 10, lexical=(i + 1) / 10) for i in range(10)]
+    assert keys(run(cands, mode, limit=3)) == ["k9", "k8", "k7"]
+    assert run(cands, mode, limit=0) == []
+
+
+def test_pool_size_grows_with_limit_and_never_falls_below_it() -> None:
+    assert DEFAULT_PRESET.pool_size(5) == 40
+    assert DEFAULT_PRESET.pool_size(20) == 80
+    assert TINY_POOL.pool_size(3) == 3
+    assert TINY_POOL.pool_size(0) == 1
+
+
+def test_only_the_pool_of_each_signal_counts_in_hybrid() -> None:
+    old = [cand("v1", days_old=365, cosine=0.9), cand("v2", days_old=365, cosine=0.8)]
+    new_third = cand("v3-new", cosine=0.7)
+    # Recency would lift the third by meaning over both, but it is past the pool.
+    assert keys(run([*old, new_third], limit=2)) == ["v3-new", "v1"]
+    assert keys(run([*old, new_third], limit=2, preset=TINY_POOL)) == ["v1", "v2"]
+
+
+def test_a_keyword_match_past_the_vector_pool_keeps_only_its_keyword_term() -> None:
+    old = [cand("v1", days_old=365, cosine=0.9), cand("v2", days_old=365, cosine=0.8)]
+    words = cand("v3-words", cosine=0.7, lexical=0.2)
+    in_pool = {r.key: r.score for r in run([*old, words], limit=2)}
+    past_pool = {r.key: r.score for r in run([*old, words], limit=2, preset=TINY_POOL)}
+    assert in_pool["v3-words"] == pytest.approx(1 / (K + 3) + 1 / (K + 1) + recency_term(0))
+    assert past_pool["v3-words"] == pytest.approx(1 / (K + 1) + recency_term(0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_empty_input_gives_no_results(mode: Mode) -> None:
+    assert run([], mode) == []
+
+
+def test_candidates_found_by_neither_signal_are_dropped() -> None:
+    assert run([cand("nothing")]) == []
+
+
+# Inputs and presets
+
+
+def test_bad_inputs_are_refused() -> None:
+    with pytest.raises(ValueError, match="timezone"):
+        Candidate("naive", datetime(2026, 1, 1), 0.5, None)
+    with pytest.raises(ValueError, match="unique"):
+        run([cand("a", cosine=0.5), cand("a", lexical=0.5)])
+    with pytest.raises(ValueError, match="limit"):
+        run([], limit=-1)
+    with pytest.raises(ValueError, match="timezone"):
+        run([], now=datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="mode"):
+        run([], "semantic")  # type: ignore[arg-type]
+
+
+def test_presets_are_named_and_immutable() -> None:
+    assert PRESETS["default"] is DEFAULT_PRESET
+    assert all(name == preset.name for name, preset in PRESETS.items())
+    with pytest.raises(TypeError):
+        PRESETS["mine"] = DEFAULT_PRESET  # type: ignore[index]
+    with pytest.raises(FrozenInstanceError):
+        DEFAULT_PRESET.rrf_k = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"rrf_k": -1},
+        {"recency_weight": -0.1},
+        {"recency_half_life_days": 0.0},
+        {"candidate_pool": 0},
+        {"pool_factor": 0},
+    ],
+)
+def test_preset_constants_are_validated(change: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        replace(DEFAULT_PRESET, **change)
+
+
+# Properties
+
+signal = st.one_of(st.none(), st.floats(-1.0, 1.0))
+full_text = st.one_of(st.none(), st.just(0.0), st.floats(0.0, 1.0))
+times = st.datetimes(
+    min_value=datetime(2025, 1, 1), max_value=datetime(2026, 6, 1), timezones=st.just(UTC)
+)
+candidate_lists = st.lists(
+    st.builds(Candidate, st.text("abcdef", min_size=1, max_size=3), times, signal, full_text),
+    max_size=25,
+    unique_by=lambda c: c.key,
+)
+modes = st.sampled_from(MODES)
+min_scores = st.floats(-1.0, 1.0)
+limits = st.integers(0, 30)
+presets = st.sampled_from([*PRESETS.values(), TINY_POOL])
+
+
+@given(candidate_lists, modes, min_scores, limits, presets)
+def test_results_are_sorted_and_come_from_the_input(
+    cands: list[Candidate], mode: Mode, min_score: float, limit: int, preset: FusionPreset
+) -> None:
+    results = rank(cands, mode=mode, min_score=min_score, limit=limit, now=NOW, preset=preset)
+    by_key = {c.key: c for c in cands}
+    assert len(results) <= limit
+    assert len({r.key for r in results}) == len(results)
+    for r in results:
+        c = by_key[r.key]
+        assert (r.cosine, r.lexical) == (c.cosine, c.lexical)
+    order = [(-r.score, NOW - by_key[r.key].created_at, r.key) for r in results]
+    assert order == sorted(order)
+
+
+@given(candidate_lists, modes, min_scores, limits)
+def test_every_result_was_found_by_a_signal_the_mode_uses(
+    cands: list[Candidate], mode: Mode, min_score: float, limit: int
+) -> None:
+    results = rank(cands, mode=mode, min_score=min_score, limit=limit, now=NOW)
+    for r in results:
+        by_meaning = r.cosine is not None and r.cosine >= min_score
+        by_words = r.lexical is not None and r.lexical > 0
+        assert {"vector": by_meaning, "lexical": by_words, "hybrid": by_meaning or by_words}[mode]
+        if mode != "hybrid":
+            assert r.score == (r.cosine if mode == "vector" else r.lexical)
+
+
+@given(candidate_lists, min_scores, limits)
+def test_single_signal_modes_miss_nothing(
+    cands: list[Candidate], min_score: float, limit: int
+) -> None:
+    found = sum(c.cosine is not None and c.cosine >= min_score for c in cands)
+    vector = rank(cands, mode="vector", min_score=min_score, limit=limit, now=NOW)
+    assert len(vector) == min(limit, found)
+    matched = sum(c.lexical is not None and c.lexical > 0 for c in cands)
+    lexical = rank(cands, mode="lexical", min_score=min_score, limit=limit, now=NOW)
+    assert len(lexical) == min(limit, matched)
+
+
+@given(
+    st.data(),
+    candidate_lists.filter(bool),
+    st.sampled_from(["vector", "hybrid"]),
+    min_scores,
+    limits,
+    presets,
+    st.floats(-1.0, 1.0),
+    st.floats(0.0, 2.0),
+)
+def test_raising_cosine_never_lowers_position(
+    data: st.DataObject,
+    cands: list[Candidate],
+    mode: Mode,
+    min_score: float,
+    limit: int,
+    preset: FusionPreset,
+    cosine: float,
+    rise: float,
+) -> None:
+    i = data.draw(st.integers(0, len(cands) - 1))
+    target = cands[i].key
+    before = [*cands[:i], replace(cands[i], cosine=cosine), *cands[i + 1 :]]
+    after = [*cands[:i], replace(cands[i], cosine=min(1.0, cosine + rise)), *cands[i + 1 :]]
+    args = {"mode": mode, "min_score": min_score, "limit": limit, "now": NOW, "preset": preset}
+    old = keys(rank(before, **args))  # type: ignore[arg-type]
+    new = keys(rank(after, **args))  # type: ignore[arg-type]
+    if target in old:
+        assert target in new
+        assert new.index(target) <= old.index(target)

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 import strawberry
+from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
@@ -19,7 +20,7 @@ from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
 from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
 from server import models
 from server.errors import BadInputError
-from server.services import agents, idempotency, memory, turns
+from server.services import agents, history, idempotency, memory, turns
 from server.services.lookup import get
 
 
@@ -248,8 +249,12 @@ class Mutation:
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")
     async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
-        return await _close(info, "commitTurn", input, lambda db: turns.commit_turn(
-            db, turn_id=input.turn_id))
+        async def commit(db: AsyncSession) -> models.Turn:
+            turn = await turns.commit_turn(db, turn_id=input.turn_id)
+            await history.keep_turn(db, info.context.embedder, turn=turn)
+            return turn
+
+        return await _close(info, "commitTurn", input, commit)
 
     @strawberry.mutation(description="Discard the turn's memory without trace (R12).")
     async def rollback_turn(self, info: Info, input: TurnInput) -> TurnType:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import strawberry
-from strawberry.extensions import SchemaExtension
+from strawberry.tools import merge_types
 
 from resolvers.errors import DomainErrors
-from resolvers.mutations import Mutation
-from resolvers.queries import Query
+from resolvers.mutations import Mutation as CoreMutation
+from resolvers.queries import Query as CoreQuery
+
+# Each feature module adds its own root fields here; merge_types joins them.
+QUERIES: tuple[type, ...] = (CoreQuery,)
+MUTATIONS: tuple[type, ...] = (CoreMutation,)
 
 
 class _Schema(strawberry.Schema):
@@ -15,11 +21,10 @@ class _Schema(strawberry.Schema):
         """Logging happens in :mod:`resolvers.errors`; expected errors are not logged."""
 
 
-def build_schema(*, extensions: list[type[SchemaExtension] | SchemaExtension] | None = None
-                 ) -> strawberry.Schema:
+def build_schema(*, extensions: list[Any] | None = None) -> strawberry.Schema:
     return _Schema(
-        query=Query,
-        mutation=Mutation,
+        query=merge_types("Query", QUERIES),
+        mutation=merge_types("Mutation", MUTATIONS),
         extensions=[DomainErrors, *(extensions or [])],
     )
 

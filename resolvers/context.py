@@ -13,6 +13,7 @@ from strawberry.types import Info as _Info
 from resolvers.loaders import Loaders
 from server.database import Database
 from server.embedding import Embedder
+from server.services.chain import Caller
 from server.settings import Settings
 
 
@@ -24,9 +25,17 @@ class Context:
     embedder: Embedder
     settings: Settings
     request: Any = None
-    caller: str = "anonymous"
+    identity: Caller | None = None
+    credentials: Credentials | None = None
+    response: Any = None
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
+    decisions: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def caller(self) -> str:
+        """Who calls, as idempotency keys and logs name it (derived from the principal)."""
+        return self.identity.key if self.identity is not None else "anonymous"
 
     @property
     def db(self) -> AsyncSession:
@@ -61,10 +70,36 @@ class Context:
             self._session = None
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What the HTTP request presented: its bearer token and the chain headers naming the
+    execution and the tool it comes from (resolved into a :class:`Caller` before any
+    resolver runs, by :class:`resolvers.auth.Authentication`)."""
+
+    token: str
+    execution: str | None = None
+    tool: str | None = None
+
+
 def make_context(
-    *, database: Database, embedder: Embedder, settings: Settings, request: Any = None
+    *,
+    database: Database,
+    embedder: Embedder,
+    settings: Settings,
+    request: Any = None,
+    response: Any = None,
+    identity: Caller | None = None,
+    credentials: Credentials | None = None,
 ) -> Context:
-    return Context(database=database, embedder=embedder, settings=settings, request=request)
+    return Context(
+        database=database,
+        embedder=embedder,
+        settings=settings,
+        request=request,
+        response=response,
+        identity=identity,
+        credentials=credentials,
+    )
 
 
 Info = _Info[Context, None]

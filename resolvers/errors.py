@@ -29,8 +29,10 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
             path=error.path,
             extensions=original.extensions(),
         )
-    if original is None:
-        # parse and validation errors: the client's query is at fault
+    if original is None or (isinstance(original, GraphQLError) and error.path is None):
+        # parse and validation errors, and variables that do not coerce to their
+        # declared types (a malformed UUID, an unknown enum value): the client's
+        # query is at fault, and the message names only the client's own input
         extensions = dict(error.extensions or {})
         extensions.setdefault("code", "GRAPHQL_VALIDATION_FAILED")
         return GraphQLError(
@@ -55,7 +57,7 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
 class DomainErrors(SchemaExtension):
     """Maps errors after the operation, and closes the operation's database session."""
 
-    async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
+    async def on_operation(self) -> AsyncIterator[None]:
         try:
             yield
         finally:

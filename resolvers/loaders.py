@@ -44,9 +44,7 @@ class Loaders:
         self.invocations_of_execution = self._grouped(Invocation, "execution_id", "created_at")
         self.events_of_turn = self._grouped(TranscriptEvent, "turn_id", "sequence")
         self.versions_of_agent = self._grouped(AgentVersion, "agent_id", "number")
-        self._all = [
-            v for v in vars(self).values() if isinstance(v, DataLoader)
-        ]
+        self._all = [v for v in vars(self).values() if isinstance(v, DataLoader)]
 
     def clear(self) -> None:
         for loader in self._all:

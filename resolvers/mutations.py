@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
+from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
 from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
 from server import models
@@ -163,12 +164,16 @@ class ReadMemoryPayload:
 
 
 def _input_dict(value: Any) -> dict[str, Any]:
-    return {k: (v.value if isinstance(v, Enum) else v) for k, v in vars(value).items()
-            if k != "idempotency_key"}
+    return {
+        k: (v.value if isinstance(v, Enum) else v)
+        for k, v in vars(value).items()
+        if k != "idempotency_key"
+    }
 
 
-async def _tool_payload(info: Info, result: dict[str, Any]) -> tuple[ExecutionType,
-                                                                    list[MemoryVersionType]]:
+async def _tool_payload(
+    info: Info, result: dict[str, Any]
+) -> tuple[ExecutionType, list[MemoryVersionType]]:
     db = info.context.db
     execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
     versions = []
@@ -185,7 +190,7 @@ def _tool_result(r: memory.ToolResult) -> dict[str, Any]:
 
 @strawberry.type
 class Mutation:
-    @strawberry.mutation
+    @strawberry.mutation(permission_classes=[CanManageAgents])
     async def create_agent(self, info: Info, input: CreateAgentInput) -> AgentType:
         async with info.context.unit() as db:
             agent = await agents.create_agent(
@@ -193,7 +198,10 @@ class Mutation:
             )
         return AgentType(row=agent)
 
-    @strawberry.mutation(description="Publish an immutable version; its config is validated.")
+    @strawberry.mutation(
+        description="Publish an immutable version; its config is validated.",
+        permission_classes=[CanManageAgents],
+    )
     async def publish_agent_version(
         self, info: Info, input: PublishAgentVersionInput
     ) -> AgentVersionType:
@@ -203,7 +211,7 @@ class Mutation:
             )
         return AgentVersionType(row=version)
 
-    @strawberry.mutation
+    @strawberry.mutation(permission_classes=[CanOpenSessions])
     async def create_session(self, info: Info, input: CreateSessionInput) -> SessionType:
         async with info.context.unit() as db:
             session = await agents.create_session(
@@ -215,24 +223,36 @@ class Mutation:
     async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
         async def run() -> dict[str, Any]:
             begun = await turns.begin_turn(
-                db, session_id=input.session_id, agent_id=input.agent_id,
-                agent_version_id=input.agent_version_id, preview=input.preview,
-                replay_of=input.replay_of, retry_of=input.retry_of,
+                db,
+                session_id=input.session_id,
+                agent_id=input.agent_id,
+                agent_version_id=input.agent_version_id,
+                preview=input.preview,
+                replay_of=input.replay_of,
+                retry_of=input.retry_of,
             )
             return {
                 "turn": str(begun.turn.id),
                 "execution": str(begun.execution.id),
                 "pinned": [
-                    {"record_id": str(p.record_id), "version_id": str(p.version_id),
-                     "summary": p.summary, "line": p.line}
+                    {
+                        "record_id": str(p.record_id),
+                        "version_id": str(p.version_id),
+                        "summary": p.summary,
+                        "line": p.line,
+                    }
                     for p in begun.pinned
                 ],
             }
 
         async with info.context.unit() as db:
             result = await idempotency.once(
-                db, caller=info.context.caller, operation="beginTurn",
-                key=input.idempotency_key, request=_input_dict(input), run=run,
+                db,
+                caller=info.context.caller,
+                operation="beginTurn",
+                key=input.idempotency_key,
+                request=_input_dict(input),
+                run=run,
             )
         turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
         execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
@@ -240,9 +260,12 @@ class Mutation:
             turn=TurnType(row=turn),
             execution=ExecutionType(row=execution),
             pinned=[
-                PinnedMemory(record_id=uuid.UUID(p["record_id"]),
-                             version_id=uuid.UUID(p["version_id"]),
-                             summary=p["summary"], line=p["line"])
+                PinnedMemory(
+                    record_id=uuid.UUID(p["record_id"]),
+                    version_id=uuid.UUID(p["version_id"]),
+                    summary=p["summary"],
+                    line=p["line"],
+                )
                 for p in result["pinned"]
             ],
         )
@@ -258,31 +281,40 @@ class Mutation:
 
     @strawberry.mutation(description="Discard the turn's memory without trace (R12).")
     async def rollback_turn(self, info: Info, input: TurnInput) -> TurnType:
-        return await _close(info, "rollbackTurn", input, lambda db: turns.rollback_turn(
-            db, turn_id=input.turn_id))
+        return await _close(
+            info, "rollbackTurn", input, lambda db: turns.rollback_turn(db, turn_id=input.turn_id)
+        )
 
     @strawberry.mutation(description="Mark the attempt failed; it may be retried.")
     async def fail_turn(self, info: Info, input: FailTurnInput) -> TurnType:
-        return await _close(info, "failTurn", input, lambda db: turns.fail_turn(
-            db, turn_id=input.turn_id, error=input.error))
+        return await _close(
+            info,
+            "failTurn",
+            input,
+            lambda db: turns.fail_turn(db, turn_id=input.turn_id, error=input.error),
+        )
 
     @strawberry.mutation(description="Record a helper (subagent) or a program run (R23).")
     async def start_execution(self, info: Info, input: StartExecutionInput) -> ExecutionType:
         async with info.context.unit() as db:
             execution = await turns.start_helper(
-                db, turn_id=input.turn_id, kind=input.kind.value, name=input.name,
+                db,
+                turn_id=input.turn_id,
+                kind=input.kind.value,
+                name=input.name,
                 parent_execution_id=input.parent_execution_id,
             )
         return ExecutionType(row=execution)
 
     @strawberry.mutation(description="Record one model call inside an execution.")
-    async def record_invocation(
-        self, info: Info, input: RecordInvocationInput
-    ) -> InvocationType:
+    async def record_invocation(self, info: Info, input: RecordInvocationInput) -> InvocationType:
         async with info.context.unit() as db:
             invocation = await turns.record_invocation(
-                db, execution_id=input.execution_id, purpose=input.purpose.value,
-                model=input.model, input_tokens=input.input_tokens,
+                db,
+                execution_id=input.execution_id,
+                purpose=input.purpose.value,
+                model=input.model,
+                input_tokens=input.input_tokens,
                 output_tokens=input.output_tokens,
             )
         return InvocationType(row=invocation)
@@ -293,17 +325,29 @@ class Mutation:
             raise BadInputError("labels must be an object of name: value", field="labels")
 
         async def run() -> dict[str, Any]:
-            return _tool_result(await memory.add_memory(
-                db, info.context.embedder, ref=_ref(input), summary=input.summary,
-                content=input.content, kind=input.kind, labels=input.labels,
-                scope=input.scope.value if input.scope else None, pinned=input.pinned,
-                replaces=input.replaces,
-            ))
+            return _tool_result(
+                await memory.add_memory(
+                    db,
+                    info.context.embedder,
+                    ref=_ref(input),
+                    summary=input.summary,
+                    content=input.content,
+                    kind=input.kind,
+                    labels=input.labels,
+                    scope=input.scope.value if input.scope else None,
+                    pinned=input.pinned,
+                    replaces=input.replaces,
+                )
+            )
 
         async with info.context.unit() as db:
             result = await idempotency.once(
-                db, caller=info.context.caller, operation="addMemory",
-                key=input.idempotency_key, request=_input_dict(input), run=run,
+                db,
+                caller=info.context.caller,
+                operation="addMemory",
+                key=input.idempotency_key,
+                request=_input_dict(input),
+                run=run,
             )
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
@@ -315,8 +359,12 @@ class Mutation:
 
         async with info.context.unit() as db:
             result = await idempotency.once(
-                db, caller=info.context.caller, operation="readMemory",
-                key=input.idempotency_key, request=_input_dict(input), run=run,
+                db,
+                caller=info.context.caller,
+                operation="readMemory",
+                key=input.idempotency_key,
+                request=_input_dict(input),
+                run=run,
             )
         execution, versions = await _tool_payload(info, result)
         return ReadMemoryPayload(execution=execution, sources=versions)
@@ -324,14 +372,16 @@ class Mutation:
     @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
     async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
         async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.delete_memory(db, ref=_ref(input), record_id=input.id)
-            )
+            return _tool_result(await memory.delete_memory(db, ref=_ref(input), record_id=input.id))
 
         async with info.context.unit() as db:
             result = await idempotency.once(
-                db, caller=info.context.caller, operation="deleteMemory",
-                key=input.idempotency_key, request=_input_dict(input), run=run,
+                db,
+                caller=info.context.caller,
+                operation="deleteMemory",
+                key=input.idempotency_key,
+                request=_input_dict(input),
+                run=run,
             )
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
@@ -339,21 +389,27 @@ class Mutation:
 
 def _ref(input: AddMemoryInput | MemoryIdInput) -> memory.CallRef:
     return memory.CallRef(
-        turn_id=input.turn_id, caller_execution_id=input.execution_id,
+        turn_id=input.turn_id,
+        caller_execution_id=input.execution_id,
         invocation_id=input.invocation_id,
     )
 
 
-async def _close(info: Info, operation: str, input: TurnInput | FailTurnInput,
-                 call: Any) -> TurnType:
+async def _close(
+    info: Info, operation: str, input: TurnInput | FailTurnInput, call: Any
+) -> TurnType:
     async def run() -> dict[str, Any]:
         turn = await call(db)
         return {"turn": str(turn.id)}
 
     async with info.context.unit() as db:
         result = await idempotency.once(
-            db, caller=info.context.caller, operation=operation, key=input.idempotency_key,
-            request=_input_dict(input), run=run,
+            db,
+            caller=info.context.caller,
+            operation=operation,
+            key=input.idempotency_key,
+            request=_input_dict(input),
+            run=run,
         )
     turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)

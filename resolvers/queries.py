@@ -5,12 +5,11 @@ from __future__ import annotations
 import uuid
 
 import strawberry
-from sqlalchemy import select
 
 from resolvers.context import Info
+from resolvers.permissions import CanListAgents
 from resolvers.types import AgentType, AgentVersionType, Connection, SessionType
 from resolvers.types_turns import ExecutionType, MemoryRecordType, TurnType
-from server import models
 from server.errors import NotFoundError
 from server.services import reads
 
@@ -26,7 +25,10 @@ async def _load(info: Info, loader_name: str, id_: uuid.UUID, what: str) -> obje
 class Query:
     @strawberry.field
     async def agent(
-        self, info: Info, id: uuid.UUID | None = None, namespace: str | None = None,
+        self,
+        info: Info,
+        id: uuid.UUID | None = None,
+        namespace: str | None = None,
         name: str | None = None,
     ) -> AgentType:
         """An agent by id, or by namespace and name."""
@@ -34,25 +36,24 @@ class Query:
             return AgentType(row=await _load(info, "agent", id, "agent"))  # type: ignore[arg-type]
         if namespace is None or name is None:
             raise NotFoundError("pass id, or namespace and name")
-        row = await info.context.db.scalar(
-            select(models.Agent).where(
-                models.Agent.namespace == namespace, models.Agent.name == name  # type: ignore[arg-type]
-            )
-        )
+        row = await reads.agent_by_name(info.context.db, namespace=namespace, name=name)
         if row is None:
             raise NotFoundError(f"no agent {namespace}.{name}")
         return AgentType(row=row)
 
-    @strawberry.field
+    @strawberry.field(permission_classes=[CanListAgents])
     async def agents(
         self, info: Info, namespace: str, first: int, after: str | None = None
     ) -> Connection[AgentType]:
         """The agents of a namespace, newest first."""
         page = await reads.list_agents(
-            info.context.db, namespace=namespace, first=first, after=after,
+            info.context.db,
+            namespace=namespace,
+            first=first,
+            after=after,
             maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda a: AgentType(row=a))  # type: ignore[arg-type]
+        return Connection.of(page, lambda a: AgentType(row=a))
 
     @strawberry.field
     async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:

@@ -7,25 +7,36 @@ from typing import Any
 import strawberry
 from strawberry.tools import merge_types
 
+from resolvers.auth import ApiMutation, Authentication
 from resolvers.errors import DomainErrors
+from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.mutations import Mutation as CoreMutation
+from resolvers.permissions import AccessGate
 from resolvers.queries import Query as CoreQuery
+from resolvers.search import SearchMutation
+from resolvers.security import schema_extensions
+from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
-QUERIES: tuple[type, ...] = (CoreQuery,)
-MUTATIONS: tuple[type, ...] = (CoreMutation,)
+QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery)
+MUTATIONS: tuple[type, ...] = (CoreMutation, HistoryMutation, SearchMutation, ApiMutation)
 
 
 class _Schema(strawberry.Schema):
-    def process_errors(self, errors: list, execution_context: object = None) -> None:  # type: ignore[type-arg,override]
+    def process_errors(self, errors: list, execution_context: object = None) -> None:  # type: ignore[type-arg]
         """Logging happens in :mod:`resolvers.errors`; expected errors are not logged."""
 
 
-def build_schema(*, extensions: list[Any] | None = None) -> strawberry.Schema:
+def build_schema(
+    *, extensions: list[Any] | None = None, settings: Settings | None = None
+) -> strawberry.Schema:
+    """With ``settings``, the hardening limits of :mod:`resolvers.security` apply. The
+    limits run first, then authentication, then the access gate (docs/security.md)."""
+    limits = schema_extensions(settings) if settings is not None else []
     return _Schema(
         query=merge_types("Query", QUERIES),
         mutation=merge_types("Mutation", MUTATIONS),
-        extensions=[DomainErrors, *(extensions or [])],
+        extensions=[DomainErrors, *limits, Authentication, AccessGate, *(extensions or [])],
     )
 
 

@@ -4,18 +4,23 @@ request's dataloaders, so lists cost a bounded number of statements."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
+from resolvers.permissions import CanReadMemory, CanReadSessions
 from server import models
 from server.domain.config import memory_config_to_json
 from server.services import reads
 from server.services.agents import config_of
+
+if TYPE_CHECKING:
+    from resolvers.types_history import HistoryEventConnection
 
 N = TypeVar("N")
 
@@ -53,10 +58,10 @@ class Connection(Generic[N]):
     page_info: PageInfo
 
     @classmethod
-    def of(cls, page: reads.Page[object], wrap: object) -> Connection[N]:
-        edges = [Edge(cursor=c, node=wrap(item)) for c, item in page.items]  # type: ignore[operator]
+    def of(cls, page: reads.Page[Any], wrap: Callable[[Any], N]) -> Connection[N]:
+        edges = [Edge(cursor=c, node=wrap(item)) for c, item in page.items]
         return cls(
-            edges=edges,  # type: ignore[arg-type]
+            edges=edges,
             page_info=PageInfo(
                 has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
             ),
@@ -97,17 +102,23 @@ class AgentType:
         rows = await info.context.loaders.versions_of_agent.load(self.row.id)
         return AgentVersionType(row=rows[-1]) if rows else None
 
-    @strawberry.field(description="Sessions, newest first.")
+    @strawberry.field(description="Sessions, newest first.", permission_classes=[CanReadSessions])
     async def sessions(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[SessionType]:
         page = await reads.list_sessions(
-            info.context.db, agent_id=self.row.id, first=first, after=after,
+            info.context.db,
+            agent_id=self.row.id,
+            first=first,
+            after=after,
             maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda s: SessionType(row=s))  # type: ignore[arg-type]
+        return Connection.of(page, lambda s: SessionType(row=s))
 
-    @strawberry.field(description="Memory records, newest first (R71 readers).")
+    @strawberry.field(
+        description="Memory records, newest first (R71 readers).",
+        permission_classes=[CanReadMemory],
+    )
     async def memory_records(
         self,
         info: Info,
@@ -131,7 +142,7 @@ class AgentType:
                 labels=tuple((lf.name, lf.value) for lf in f.labels or []),
             ),
         )
-        return Connection.of(page, lambda r: MemoryRecordType(row=r))  # type: ignore[arg-type]
+        return Connection.of(page, lambda r: MemoryRecordType(row=r))
 
 
 @strawberry.input
@@ -168,13 +179,13 @@ class AgentVersionType:
 
     @strawberry.field(description="The configuration as published.")
     def config(self) -> JSON:
-        return self.row.config
+        return self.row.config  # type: ignore[return-value]
 
     @strawberry.field(description="harness.memory with every default filled in.")
     async def effective_memory_config(self, info: Info) -> JSON:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
-        return memory_config_to_json(config_of(self.row, agent).memory)
+        return memory_config_to_json(config_of(self.row, agent).memory)  # type: ignore[return-value]
 
     @strawberry.field
     def created_at(self) -> datetime:
@@ -210,14 +221,28 @@ class SessionType:
         return AgentType(row=agent)
 
     @strawberry.field(description="Turns, newest first.")
-    async def turns(
-        self, info: Info, first: int, after: str | None = None
-    ) -> Connection[TurnType]:
+    async def turns(self, info: Info, first: int, after: str | None = None) -> Connection[TurnType]:
         page = await reads.list_turns(
-            info.context.db, session_id=self.row.id, first=first, after=after,
+            info.context.db,
+            session_id=self.row.id,
+            first=first,
+            after=after,
             maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda t: TurnType(row=t))  # type: ignore[arg-type]
+        return Connection.of(page, lambda t: TurnType(row=t))
+
+    @strawberry.field(
+        description="Events its committed turns kept (R60), newest first; turnNumber "
+        "narrows to one turn."
+    )
+    async def history(
+        self, info: Info, first: int, after: str | None = None, turn_number: int | None = None
+    ) -> Annotated[HistoryEventConnection, strawberry.lazy("resolvers.types_history")]:
+        from resolvers.types_history import session_history
+
+        return await session_history(
+            info, session_id=self.row.id, first=first, after=after, turn_number=turn_number
+        )
 
 
 from resolvers.types_turns import (  # noqa: E402

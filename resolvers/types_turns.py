@@ -93,7 +93,9 @@ class TurnType:
         "a preview deletion is a preview record of status DELETED."
     )
     async def memories(self, info: Info) -> list[MemoryRecordType]:
-        rows = await reads.turn_memories(info.context.db, turn_id=self.row.id)
+        rows = await reads.turn_memories(
+            info.context.db, agent_id=self.row.agent_id, turn_id=self.row.id
+        )
         return [MemoryRecordType(row=r) for r in rows]
 
 
@@ -126,11 +128,11 @@ class ExecutionType:
 
     @strawberry.field
     def input(self) -> JSON | None:
-        return self.row.input
+        return None if self.row.input is None else JSON(self.row.input)
 
     @strawberry.field
     def output(self) -> JSON | None:
-        return self.row.output
+        return None if self.row.output is None else JSON(self.row.output)
 
     @strawberry.field
     def error(self) -> str | None:
@@ -219,8 +221,10 @@ class TranscriptEventType:
     def sequence(self) -> int:
         return self.row.sequence
 
-    @strawberry.field(description="message.user, message.agent, tool.call, tool.result, "
-                      "tool.error, skill.load, memory.pinned, usage, ...")
+    @strawberry.field(
+        description="message.user, message.agent, tool.call, tool.result, "
+        "tool.error, skill.load, memory.pinned, usage, ..."
+    )
     def type(self) -> str:
         return self.row.type
 
@@ -234,7 +238,7 @@ class TranscriptEventType:
 
     @strawberry.field
     def payload(self) -> JSON:
-        return self.row.payload
+        return JSON(self.row.payload)
 
     @strawberry.field
     def created_at(self) -> datetime:
@@ -319,7 +323,7 @@ class MemoryVersionType:
 
     @strawberry.field
     def labels(self) -> JSON:
-        return self.row.labels
+        return JSON(self.row.labels)
 
     @strawberry.field
     def created_at(self) -> datetime:

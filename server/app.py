@@ -22,7 +22,7 @@ from server.settings import Settings
 _log = logging.getLogger("agent_memory")
 
 
-class _GraphQL(GraphQL):  # type: ignore[type-arg]
+class _GraphQL(GraphQL):
     def __init__(self, schema: Any, *, services: dict[str, Any], dev: bool) -> None:
         super().__init__(
             schema,
@@ -31,10 +31,37 @@ class _GraphQL(GraphQL):  # type: ignore[type-arg]
         )
         self.services = services
 
+    async def process_result(self, request: Any, result: Any) -> Any:
+        from resolvers.security import mask_uncoded
+
+        if result.errors:
+            result.errors = mask_uncoded(result.errors)
+        return await super().process_result(request, result)
+
     async def get_context(self, request: Any, response: Any = None) -> Any:
         from resolvers.context import make_context
 
-        return make_context(request=request, **self.services)
+        return make_context(
+            request=request,
+            response=response,
+            credentials=_credentials(request),
+            **self.services,
+        )
+
+
+def _credentials(request: Any) -> Any:
+    """The bearer token and the chain headers (docs/security.md); resolved into the
+    caller by ``resolvers.auth.Authentication`` once the document passed the limits."""
+    from resolvers.context import Credentials
+
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme != "Bearer" or not token.strip():
+        return None
+    return Credentials(
+        token=token.strip(),
+        execution=request.headers.get("x-agent-memory-execution"),
+        tool=request.headers.get("x-agent-memory-tool"),
+    )
 
 
 def create_app(
@@ -42,9 +69,14 @@ def create_app(
     *,
     database: Database | None = None,
     embedder: Embedder | None = None,
+    caller: Any = None,
 ) -> Starlette:
-    """Build the app. Tests pass their own database and embedder to share them."""
+    """Build the app. Tests pass their own database and embedder to share them. With
+    ``caller`` (a ``server.services.chain.Caller``), every request acts as that caller and
+    no token is asked for: for an application that authenticates its users itself, and
+    for tests."""
     from resolvers.schema import build_schema
+    from resolvers.security import GraphQLGuard
 
     db = database or Database(settings)
     model = embedder or Embedder(
@@ -52,8 +84,8 @@ def create_app(
         batch_size=settings.embedding_batch_size,
         cache_size=settings.embedding_cache_size,
     )
-    services = {"database": db, "embedder": model, "settings": settings}
-    graphql = _GraphQL(build_schema(), services=services, dev=settings.dev)
+    services = {"database": db, "embedder": model, "settings": settings, "identity": caller}
+    graphql = _GraphQL(build_schema(settings=settings), services=services, dev=settings.dev)
     started = time.monotonic()
 
     @asynccontextmanager
@@ -86,7 +118,9 @@ def create_app(
 
     return Starlette(
         routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
+            Route(
+                "/graphql", GraphQLGuard(graphql, settings=settings, require_token=caller is None)
+            ),
             Route("/healthz", healthz),
             Route("/metrics", metrics),
         ],

@@ -1,4 +1,4 @@
-"""The ``agent-memory`` command: serve, migrate, schema, and database helpers."""
+"""The ``agent-memory`` command: serve, migrate, schema, database helpers, tokens and policies."""
 
 from __future__ import annotations
 
@@ -29,10 +29,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     url = database.resolve_url()
     if not args.no_migrate:
         migrate.upgrade(url)
+    if settings.dev:
+        from server.cli_auth import print_dev_admin_token
+
+        print_dev_admin_token(url)
     app = create_app(settings, database=database)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port,
-                    log_level=settings.log_level.lower())
+        uvicorn.run(
+            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
+        )
     finally:
         database.stop()
     return 0
@@ -65,8 +70,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
     if args.check:
         current = Path(args.output).read_text() if Path(args.output).exists() else ""
         if current != text:
-            print(f"{args.output} differs from the schema the code builds; run `make schema`",
-                  file=sys.stderr)
+            print(
+                f"{args.output} differs from the schema the code builds; run `make schema`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     Path(args.output).write_text(text)
@@ -104,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     schema.set_defaults(func=cmd_schema)
     dburl = sub.add_parser("db-url", help="print the database URL")
     dburl.set_defaults(func=cmd_db_url)
+    from server.cli_auth import add_parsers
+
+    add_parsers(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

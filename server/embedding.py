@@ -63,8 +63,10 @@ class Embedder:
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(self.model_name, device="cpu")
-        dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else (
-            model.get_sentence_embedding_dimension()
+        dim = (
+            model.get_embedding_dimension()
+            if hasattr(model, "get_embedding_dimension")
+            else (model.get_sentence_embedding_dimension())
         )
         if dim != EMBEDDING_DIM:
             raise ValueError(

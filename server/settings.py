@@ -41,3 +41,22 @@ class Settings(BaseSettings):
     max_page_size: int = Field(default=100, ge=1, le=1000)
     statement_timeout_ms: int = Field(default=15000, ge=100)
     log_level: str = "info"
+    # Hardening of the public endpoint (docs/security.md). Each limit rejects a request
+    # before any resolver runs or any SQL is sent.
+    max_query_depth: int = Field(
+        default=12, ge=1, description="Deepest selection nesting a document may have."
+    )
+    max_aliases: int = Field(default=20, ge=0, description="Aliased fields per document.")
+    max_tokens: int = Field(default=2000, ge=10, description="Lexical tokens per document.")
+    max_query_cost: int = Field(
+        default=5000,
+        ge=1,
+        description="Fields a document may resolve: each field counts the product of the "
+        "`first` arguments of the connections above it.",
+    )
+    max_body_bytes: int = Field(
+        default=262_144, ge=1024, description="Largest request body accepted on /graphql."
+    )
+    query_timeout_ms: int = Field(
+        default=30_000, ge=1, description="Wall-clock limit of one GraphQL request."
+    )

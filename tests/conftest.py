@@ -8,7 +8,6 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -85,20 +84,25 @@ class Api:
     embedder: Embedder
     settings: Settings
     statements: int = 0
+    identity: Any = None  # the caller; default: tests.auth_helpers.full_caller()
 
     async def execute(self, query: str, **variables: Any) -> Any:
         from resolvers.context import make_context
+        from tests.auth_helpers import full_caller
 
-        context = make_context(database=self.database, embedder=self.embedder,
-                               settings=self.settings)
-        return await self.schema.execute(query, variable_values=variables or None,
-                                         context_value=context)
+        context = make_context(
+            database=self.database,
+            embedder=self.embedder,
+            settings=self.settings,
+            identity=self.identity or full_caller(),
+        )
+        return await self.schema.execute(
+            query, variable_values=variables or None, context_value=context
+        )
 
     async def ok(self, query: str, **variables: Any) -> dict[str, Any]:
         result = await self.execute(query, **variables)
-        assert result.errors is None, [
-            (e.message, e.extensions) for e in result.errors or []
-        ]
+        assert result.errors is None, [(e.message, e.extensions) for e in result.errors or []]
         return dict(result.data)
 
     async def error(self, query: str, **variables: Any) -> tuple[str, dict[str, Any]]:
@@ -128,5 +132,3 @@ class Api:
 @pytest.fixture(scope="session")
 def api(schema: Any, database: Database, embedder: Embedder, settings: Settings) -> Api:
     return Api(schema=schema, database=database, embedder=embedder, settings=settings)
-
-

@@ -17,8 +17,11 @@ def _cosine(a: list[float], b: list[float]) -> float:
 
 async def test_vectors_are_normalised_and_mean_something(embedder: Embedder) -> None:
     got = await embedder.embed(
-        ["The customer prefers email.", "Client likes to be contacted by e-mail.",
-         "The volcano erupted in 1883."]
+        [
+            "The customer prefers email.",
+            "Client likes to be contacted by e-mail.",
+            "The volcano erupted in 1883.",
+        ]
     )
     assert [len(v) for v in got.vectors] == [EMBEDDING_DIM] * 3
     assert all(math.isclose(_cosine(v, v), 1.0, abs_tol=1e-4) for v in got.vectors)

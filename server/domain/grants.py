@@ -252,3 +252,19 @@ def memory_delete_requirements(namespace: str) -> tuple[Requirement, ...]:
     resources the read needs, since a delete first lists and reads what it removes."""
     indexes, document = _memory_patterns(namespace)
     return (*memory_read_requirements(namespace), ("UPDATE", indexes), ("UPDATE", document))
+
+
+def agent_requirements(namespace: str, privilege: Privilege = "SELECT") -> tuple[Requirement, ...]:
+    """Agents and their versions are the resource ``<ns>.Agent``: SELECT reads them,
+    INSERT creates agents and publishes versions."""
+    ns = _name_segments(namespace, "namespace")
+    return ((privilege, Pattern((*ns, "Agent"), False)),)
+
+
+def session_requirements(
+    namespace: str, privilege: Privilege = "SELECT"
+) -> tuple[Requirement, ...]:
+    """What agents did is the resource ``<ns>.Session``: sessions, turns, executions,
+    model calls, transcripts and kept history. SELECT reads them; INSERT opens sessions."""
+    ns = _name_segments(namespace, "namespace")
+    return ((privilege, Pattern((*ns, "Session"), False)),)

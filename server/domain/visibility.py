@@ -1,4 +1,4 @@
-"""Who sees which memory record: the one visibility gate (R10–R14, R21).
+"""Who sees which memory record: the one visibility gate (R10-R14, R21).
 
 This module is the reference: plain Python over plain values. The storage layer
 (``server.storage.gate``) turns the same rules into one SQL condition, and the
@@ -14,7 +14,10 @@ reader such as a dashboard (``Reader.for_api``).
   change staged by an open turn is seen by that turn only (others see the
   prior status until commit).
 - R13 live turns never see preview records; preview turns see everything but
-  the records that a preview record they can see names in ``replaces``.
+  the records that a preview record names in ``replaces``. The naming record
+  hides what it names from every preview reader for whom it exists (R10, R12:
+  committed, or written by the reader's own turn), whatever its scope or
+  session, as a live replacement supersedes its target for every reader.
 - R14 recall and search see ACTIVE records only; ``read_memory`` any status.
 - R21 a record can be replaced or deleted only within the scopes the agent writes.
 
@@ -89,20 +92,40 @@ class RecordFacts:
     replaces_id: uuid.UUID | None = None
     pending_turn_id: uuid.UUID | None = None
     prior_status: str | None = None
+    current_version_id: uuid.UUID | None = None
+    prior_version_id: uuid.UUID | None = None
+
+
+def staged_by_other(reader: Reader, record: RecordFacts) -> bool:
+    """R12: the record carries a change staged by an open turn other than the reader's."""
+    return record.pending_turn_id is not None and record.pending_turn_id != reader.turn_id
 
 
 def effective_status(reader: Reader, record: RecordFacts) -> str:
     """The status this reader sees: a change staged by another open turn is not yet seen."""
-    if record.pending_turn_id is not None and record.pending_turn_id != reader.turn_id:
+    if staged_by_other(reader, record):
         return record.prior_status or record.status
     return record.status
 
 
-def base_visible(reader: Reader, record: RecordFacts) -> bool:
-    """R10, R11, R12 and the live half of R13: independent of other records."""
+def version_in_force(reader: Reader, record: RecordFacts) -> uuid.UUID | None:
+    """The version this reader sees (R12): the prior one while another turn stages a change,
+    whose new version a rollback removes."""
+    if staged_by_other(reader, record):
+        return record.prior_version_id or record.current_version_id
+    return record.current_version_id
+
+
+def exists_for(reader: Reader, record: RecordFacts) -> bool:
+    """R10 and R12: a record of the reader's agent, committed or written by the reader's turn."""
     if record.agent_id != reader.agent_id:
         return False
-    if not record.committed and (reader.api or record.turn_id != reader.turn_id):
+    return record.committed or (not reader.api and record.turn_id == reader.turn_id)
+
+
+def base_visible(reader: Reader, record: RecordFacts) -> bool:
+    """R10, R11, R12 and the live half of R13: independent of other records."""
+    if not exists_for(reader, record):
         return False
     if reader.api:
         return True
@@ -112,19 +135,18 @@ def base_visible(reader: Reader, record: RecordFacts) -> bool:
     if scope not in reader.read_scopes:
         return False
     return not (
-        scope == "session"
-        and (reader.session_id is None or record.session_id != reader.session_id)
+        scope == "session" and (reader.session_id is None or record.session_id != reader.session_id)
     )
 
 
 def hidden_by_preview(reader: Reader, records: Iterable[RecordFacts]) -> frozenset[uuid.UUID]:
-    """Ids that a preview record the reader can see names in ``replaces`` (R13)."""
+    """Ids that a preview record existing for the reader names in ``replaces`` (R13)."""
     if not reader.preview or reader.api:
         return frozenset()
     return frozenset(
         r.replaces_id
         for r in records
-        if r.preview and r.replaces_id is not None and base_visible(reader, r)
+        if r.preview and r.replaces_id is not None and exists_for(reader, r)
     )
 
 

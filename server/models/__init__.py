@@ -15,7 +15,14 @@ from server.models.agents import (
     TranscriptEvent,
     Turn,
 )
-from server.models.auth import Grant, IdempotencyKey, Policy, PolicyBinding, Principal
+from server.models.auth import (
+    Grant,
+    IdempotencyKey,
+    MemoryDeletion,
+    Policy,
+    PolicyBinding,
+    Principal,
+)
 from server.models.history import HistoryEvent, HistoryPart
 from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
 
@@ -31,6 +38,7 @@ __all__ = [
     "HistoryPart",
     "IdempotencyKey",
     "Invocation",
+    "MemoryDeletion",
     "MemoryRecord",
     "MemoryVersion",
     "OutputUse",

@@ -32,8 +32,10 @@ def json_field(*, nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSONB, nullable=nullable))
 
 
-def fk(target: str, *, nullable: bool = False, ondelete: str = "CASCADE", index: bool = True) -> Any:
-    return Field(
+def fk(
+    target: str, *, nullable: bool = False, ondelete: str = "CASCADE", index: bool = True
+) -> Any:
+    return Field(  # type: ignore[call-overload]
         default=None,
         foreign_key=target,
         nullable=nullable,

@@ -1,4 +1,5 @@
-"""Principals (API callers), policies and their grants, and idempotency keys."""
+"""Principals (API callers), policies and their grants, API deletions of memory, and
+idempotency keys."""
 
 from __future__ import annotations
 
@@ -76,6 +77,20 @@ class PolicyBinding(SQLModel, table=True):
     policy_id: uuid.UUID = fk("policies.id")
     subject_type: str
     subject: str = Field(index=True)
+    created_at: datetime = created_at_field()
+
+
+class MemoryDeletion(SQLModel, table=True):
+    """A record deleted through the API (R71): who deleted it and when. The record's
+    status becomes DELETED; it and its versions stay readable (R25)."""
+
+    __tablename__ = "memory_deletions"
+
+    id: uuid.UUID = id_field()
+    agent_id: uuid.UUID = fk("agents.id")
+    record_id: uuid.UUID = fk("memory_records.id")
+    principal_id: uuid.UUID | None = fk("principals.id", nullable=True, ondelete="SET NULL")
+    caller: str
     created_at: datetime = created_at_field()
 
 

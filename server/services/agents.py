@@ -1,14 +1,14 @@
-"""Agents, their immutable versions (R1–R8 validated at publish time) and sessions."""
+"""Agents, their immutable versions (R1-R8 validated at publish time) and sessions."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
@@ -49,7 +49,7 @@ def config_of(version: AgentVersion, agent: Agent) -> HarnessConfig:
 
 
 async def publish_version(
-    db: AsyncSession, *, agent_id: uuid.UUID, config: dict[str, Any], label: str | None = None
+    db: AsyncSession, *, agent_id: uuid.UUID, config: object, label: str | None = None
 ) -> AgentVersion:
     """Publish an immutable version; R4 is checked against every earlier version."""
     agent = await get(db, Agent, agent_id, lock=True)
@@ -58,8 +58,8 @@ async def publish_version(
     earlier = (
         await db.scalars(
             select(AgentVersion)
-            .where(AgentVersion.agent_id == agent_id)
-            .order_by(AgentVersion.number)
+            .where(col(AgentVersion.agent_id) == agent_id)
+            .order_by(col(AgentVersion.number))
         )
     ).all()
     validate_new_version(
@@ -79,10 +79,10 @@ async def publish_version(
 
 
 async def latest_version(db: AsyncSession, *, agent_id: uuid.UUID) -> AgentVersion:
-    version = await db.scalar(
+    version: AgentVersion | None = await db.scalar(
         select(AgentVersion)
-        .where(AgentVersion.agent_id == agent_id)
-        .order_by(AgentVersion.number.desc())
+        .where(col(AgentVersion.agent_id) == agent_id)
+        .order_by(col(AgentVersion.number).desc())
         .limit(1)
     )
     if version is None:
@@ -108,6 +108,7 @@ async def create_session(
 
 
 async def count_versions(db: AsyncSession, *, agent_id: uuid.UUID) -> int:
-    return int(
-        await db.scalar(select(func.count()).where(AgentVersion.agent_id == agent_id)) or 0
+    count = await db.scalar(
+        select(func.count()).select_from(AgentVersion).where(col(AgentVersion.agent_id) == agent_id)
     )
+    return int(count or 0)

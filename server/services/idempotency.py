@@ -41,8 +41,9 @@ async def once(
     if key is None:
         return await run()
     if not 0 < len(key) <= MAX_KEY:
-        raise BadInputError(f"idempotencyKey must be 1 to {MAX_KEY} characters",
-                            field="idempotencyKey")
+        raise BadInputError(
+            f"idempotencyKey must be 1 to {MAX_KEY} characters", field="idempotencyKey"
+        )
     digest = request_hash(request)
     stored = await _stored(db, caller, operation, key)
     if stored is not None:
@@ -52,12 +53,13 @@ async def once(
         insert(IdempotencyKey)
         .values(caller=caller, operation=operation, key=key, request_hash=digest, result=result)
         .on_conflict_do_nothing()
-        .returning(IdempotencyKey.id)
+        .returning(IdempotencyKey.id)  # type: ignore[call-overload]
     )
     if inserted is None:
         # a concurrent call with the same key won; ours must not land
-        raise ConflictError("a call with this idempotencyKey is in flight; retry it",
-                            field="idempotencyKey")
+        raise ConflictError(
+            "a call with this idempotencyKey is in flight; retry it", field="idempotencyKey"
+        )
     return result
 
 

@@ -1,4 +1,4 @@
-"""The native memory tools: add_memory, read_memory, delete_memory (R10–R14, R20–R26, R31).
+"""The native memory tools: add_memory, read_memory, delete_memory (R10-R14, R20-R26, R31).
 
 Each call is an execution of the native tool of its name (R26), recorded with
 its input and output. A call the configuration does not allow fails with a
@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
 from server.domain.visibility import Purpose
@@ -70,10 +71,15 @@ async def run_tool(
     ref: CallRef,
     name: str,
     input: dict[str, Any],
-    output_key: Literal["memories", "sources"],
+    output_key: Literal["memories", "sources", "records"],
     body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
+    more_output: Callable[[], dict[str, Any]] | None = None,
 ) -> ToolResult:
-    """Record the execution of a native tool; on a refusal record it failed, change nothing."""
+    """Record the execution of a native tool; on a refusal record it failed, change nothing.
+
+    The output lists the items ``body`` returns under ``output_key``, plus what
+    ``more_output`` (called after ``body``) adds, such as a page's cursor.
+    """
     scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:
         invocation = await db.get(Invocation, ref.invocation_id)
@@ -90,18 +96,29 @@ async def run_tool(
     except DomainError as exc:
         execution.status = "failed"
         execution.error = exc.message
-        execution.ended_at = func.clock_timestamp()
+        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
         await append_event(
-            db, turn=scope.turn, type="tool.error", execution_id=execution.id, tool_name=name,
+            db,
+            turn=scope.turn,
+            type="tool.error",
+            execution_id=execution.id,
+            tool_name=name,
             payload={"error": exc.message, "code": exc.code},
         )
         await db.commit()
         raise
     execution.status = "succeeded"
-    execution.output = {output_key: [item.to_json() for item in items]}
-    execution.ended_at = func.clock_timestamp()
+    execution.output = {
+        output_key: [item.to_json() for item in items],
+        **(more_output() if more_output is not None else {}),
+    }
+    execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
     await append_event(
-        db, turn=scope.turn, type="tool.result", execution_id=execution.id, tool_name=name,
+        db,
+        turn=scope.turn,
+        type="tool.result",
+        execution_id=execution.id,
+        tool_name=name,
         payload=execution.output,
     )
     await db.flush()
@@ -131,10 +148,16 @@ async def _target(
         await db.execute(
             select(MemoryRecord, effective_status(scope.reader))
             .where(MemoryRecord.id == record_id, record_condition(scope.reader, purpose=purpose))  # type: ignore[arg-type]
-            .with_for_update(of=MemoryRecord)  # type: ignore[arg-type]
+            .with_for_update(of=MemoryRecord)
         )
     ).first()
     if row is None:
+        if purpose is Purpose.CHANGE and await _readable(db, scope, record_id):
+            # R21, R24: the agent sees the record, so say why it may not change it.
+            raise NotAllowedError(
+                f"memory record {record_id} is in a scope this agent reads but does not "
+                "write (harness.memory.scope.write); it cannot be replaced or deleted"
+            )
         raise NotFoundError(f"no memory record {record_id} that this agent can reach")
     record, status = row
     version_id = (
@@ -147,9 +170,26 @@ async def _target(
     return record, version, status
 
 
+async def _readable(db: AsyncSession, scope: TurnScope, record_id: uuid.UUID) -> bool:
+    found = await db.scalar(
+        select(col(MemoryRecord.id)).where(
+            col(MemoryRecord.id) == record_id,
+            record_condition(scope.reader, purpose=Purpose.READ),
+        )
+    )
+    return found is not None
+
+
 def _new_version(
-    scope: TurnScope, execution: Execution, ref: CallRef, *, record: MemoryRecord, number: int,
-    status: str, like: MemoryVersion | None = None, **fields: Any,
+    scope: TurnScope,
+    execution: Execution,
+    ref: CallRef,
+    *,
+    record: MemoryRecord,
+    number: int,
+    status: str,
+    like: MemoryVersion | None = None,
+    **fields: Any,
 ) -> MemoryVersion:
     if like is not None:
         for key in ("summary", "content", "kind", "labels", "embedding"):
@@ -169,18 +209,29 @@ def _new_version(
 
 
 async def _change_status(
-    db: AsyncSession, scope: TurnScope, execution: Execution, ref: CallRef, *,
-    record: MemoryRecord, version: MemoryVersion, status: str,
+    db: AsyncSession,
+    scope: TurnScope,
+    execution: Execution,
+    ref: CallRef,
+    *,
+    record: MemoryRecord,
+    version: MemoryVersion,
+    status: str,
     replaced_by: uuid.UUID | None = None,
 ) -> MemoryItem:
     """Stage a status change of a record this turn may change (R12, R21, R22)."""
-    number = int(
-        await db.scalar(
-            select(func.max(MemoryVersion.number)).where(MemoryVersion.record_id == record.id)  # type: ignore[arg-type]
-        ) or 0
-    ) + 1
-    new = _new_version(scope, execution, ref, record=record, number=number, status=status,
-                       like=version)
+    number = (
+        int(
+            await db.scalar(
+                select(func.max(MemoryVersion.number)).where(MemoryVersion.record_id == record.id)  # type: ignore[arg-type]
+            )
+            or 0
+        )
+        + 1
+    )
+    new = _new_version(
+        scope, execution, ref, record=record, number=number, status=status, like=version
+    )
     db.add(new)
     await db.flush()
     staged_here = record.pending_turn_id == scope.turn.id
@@ -189,7 +240,8 @@ async def _change_status(
         .where(
             MemoryRecord.id == record.id,  # type: ignore[arg-type]
             MemoryRecord.status == "ACTIVE",  # type: ignore[arg-type]
-            (MemoryRecord.pending_turn_id == scope.turn.id) if staged_here  # type: ignore[arg-type]
+            (MemoryRecord.pending_turn_id == scope.turn.id)
+            if staged_here  # type: ignore[arg-type]
             else MemoryRecord.pending_turn_id.is_(None),  # type: ignore[union-attr]
         )
         .values(
@@ -208,9 +260,11 @@ async def _change_status(
     return MemoryItem(record=record, version=new)
 
 
-def _labels(scope: TurnScope, labels: dict[str, Any] | None) -> dict[str, str]:
+def _labels(scope: TurnScope, labels: object) -> dict[str, str]:
     declared = scope.config.memory.labels
     out: dict[str, str] = {}
+    if labels is not None and not isinstance(labels, dict):
+        raise BadInputError("labels must be an object of name: value", field="labels")
     for name, value in (labels or {}).items():
         if name not in declared:
             raise NotAllowedError(
@@ -248,7 +302,10 @@ def _scope_for(scope: TurnScope, requested: str | None) -> str:
 
 
 async def _check_pin_budget(
-    db: AsyncSession, scope: TurnScope, summary: str, record_id: uuid.UUID,
+    db: AsyncSession,
+    scope: TurnScope,
+    summary: str,
+    record_id: uuid.UUID,
     dropping: uuid.UUID | None,
 ) -> None:
     max_tokens = scope.config.memory.pinned_max_tokens
@@ -256,7 +313,9 @@ async def _check_pin_budget(
         raise NotAllowedError(
             "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
         )
-    lines = [e.line for e in await pinned_entries(db, reader=scope.reader) if e.record_id != dropping]
+    lines = [
+        e.line for e in await pinned_entries(db, reader=scope.reader) if e.record_id != dropping
+    ]
     needed = estimate_tokens([*lines, pinned_line(summary, record_id)])
     if needed > max_tokens:
         raise NotAllowedError(
@@ -272,15 +331,20 @@ async def add_memory(
     summary: str,
     content: str | None = None,
     kind: str | None = None,
-    labels: dict[str, Any] | None = None,
+    labels: object = None,
     scope: str | None = None,
     pinned: bool = False,
     replaces: uuid.UUID | None = None,
 ) -> ToolResult:
-    """Save a record; with ``replaces`` the named record becomes SUPERSEDED (R20–R22)."""
+    """Save a record; with ``replaces`` the named record becomes SUPERSEDED (R20-R22)."""
     args: dict[str, Any] = {
-        "summary": summary, "content": content, "kind": kind, "labels": labels,
-        "scope": scope, "pinned": pinned, "replaces": str(replaces) if replaces else None,
+        "summary": summary,
+        "content": content,
+        "kind": kind,
+        "labels": labels,
+        "scope": scope,
+        "pinned": pinned,
+        "replaces": str(replaces) if replaces else None,
     }
 
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
@@ -313,19 +377,34 @@ async def add_memory(
                 )
         record_id = uuid.uuid4()
         if pinned:
-            await _check_pin_budget(db, ts, text, record_id,
-                                    old[0].id if old and old[0].pinned else None)
+            await _check_pin_budget(
+                db, ts, text, record_id, old[0].id if old and old[0].pinned else None
+            )
         vector, _ = await embedder.embed_one(f"{text}\n{content}" if content else text)
         record = MemoryRecord(
-            id=record_id, agent_id=ts.turn.agent_id, session_id=ts.turn.session_id,
-            scope=the_scope, preview=ts.turn.preview, pinned=pinned,
-            replaces_id=replaces, turn_id=ts.turn.id,
+            id=record_id,
+            agent_id=ts.turn.agent_id,
+            session_id=ts.turn.session_id,
+            scope=the_scope,
+            preview=ts.turn.preview,
+            pinned=pinned,
+            replaces_id=replaces,
+            turn_id=ts.turn.id,
         )
         db.add(record)
         await db.flush()
         version = _new_version(
-            ts, execution, ref, record=record, number=1, status="ACTIVE", summary=text,
-            content=content, kind=the_kind, labels=the_labels, embedding=vector,
+            ts,
+            execution,
+            ref,
+            record=record,
+            number=1,
+            status="ACTIVE",
+            summary=text,
+            content=content,
+            kind=the_kind,
+            labels=the_labels,
+            embedding=vector,
         )
         db.add(version)
         await db.flush()
@@ -333,14 +412,23 @@ async def add_memory(
         await db.flush()
         items = [MemoryItem(record=record, version=version)]
         if old is not None and (old[0].preview or not ts.turn.preview):
-            items.append(await _change_status(
-                db, ts, execution, ref, record=old[0], version=old[1], status="SUPERSEDED",
-                replaced_by=record.id,
-            ))
+            items.append(
+                await _change_status(
+                    db,
+                    ts,
+                    execution,
+                    ref,
+                    record=old[0],
+                    version=old[1],
+                    status="SUPERSEDED",
+                    replaced_by=record.id,
+                )
+            )
         return items
 
-    return await run_tool(db, ref=ref, name="add_memory", input=args, output_key="memories",
-                          body=body)
+    return await run_tool(
+        db, ref=ref, name="add_memory", input=args, output_key="memories", body=body
+    )
 
 
 async def read_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -> ToolResult:
@@ -348,11 +436,17 @@ async def read_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -
 
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         _require_tool(ts, "read_memory", writes=False)
-        record, version, status = await _target(db, ts, record_id, purpose=Purpose.READ)
+        record, version, _ = await _target(db, ts, record_id, purpose=Purpose.READ)
         return [MemoryItem(record=record, version=version)]
 
-    return await run_tool(db, ref=ref, name="read_memory", input={"id": str(record_id)},
-                          output_key="sources", body=body)
+    return await run_tool(
+        db,
+        ref=ref,
+        name="read_memory",
+        input={"id": str(record_id)},
+        output_key="sources",
+        body=body,
+    )
 
 
 async def delete_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -> ToolResult:
@@ -365,21 +459,36 @@ async def delete_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID)
         if status != "ACTIVE":
             raise ConflictError(f"memory record {record_id} is {status}, not ACTIVE")
         if record.preview or not ts.turn.preview:
-            return [await _change_status(db, ts, execution, ref, record=record, version=version,
-                                         status="DELETED")]
+            return [
+                await _change_status(
+                    db, ts, execution, ref, record=record, version=version, status="DELETED"
+                )
+            ]
         marker = MemoryRecord(
-            agent_id=ts.turn.agent_id, session_id=ts.turn.session_id, scope=record.scope,
-            status="DELETED", preview=True, replaces_id=record.id, turn_id=ts.turn.id,
+            agent_id=ts.turn.agent_id,
+            session_id=ts.turn.session_id,
+            scope=record.scope,
+            status="DELETED",
+            preview=True,
+            replaces_id=record.id,
+            turn_id=ts.turn.id,
         )
         db.add(marker)
         await db.flush()
-        new = _new_version(ts, execution, ref, record=marker, number=1, status="DELETED",
-                           like=version)
+        new = _new_version(
+            ts, execution, ref, record=marker, number=1, status="DELETED", like=version
+        )
         db.add(new)
         await db.flush()
         marker.current_version_id = new.id
         await db.flush()
         return [MemoryItem(record=marker, version=new)]
 
-    return await run_tool(db, ref=ref, name="delete_memory", input={"id": str(record_id)},
-                          output_key="memories", body=body)
+    return await run_tool(
+        db,
+        ref=ref,
+        name="delete_memory",
+        input={"id": str(record_id)},
+        output_key="memories",
+        body=body,
+    )

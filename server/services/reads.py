@@ -17,10 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain import cursor
 from server.domain.visibility import Purpose, Reader
 from server.errors import BadInputError
-from server.models import MemoryRecord, MemoryVersion, Session, Turn
+from server.models import Agent, MemoryRecord, MemoryVersion, Session, Turn
 from server.storage.gate import effective_status, record_condition
 
 T = TypeVar("T")
+_MAX_SEQ = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,13 @@ class RecordFilter:
     labels: tuple[tuple[str, str], ...] = ()
 
 
+def text_arg(value: str, *, field: str) -> str:
+    """PostgreSQL text cannot hold NUL, so no stored name or value has one."""
+    if "\x00" in value:
+        raise BadInputError(f"{field} must not contain NUL characters", field=field)
+    return value
+
+
 def check_first(first: int, *, maximum: int) -> int:
     if not 1 <= first <= maximum:
         raise BadInputError(f"first must be from 1 to {maximum}", field="first")
@@ -46,8 +54,13 @@ def check_first(first: int, *, maximum: int) -> int:
 
 
 async def list_records(
-    db: AsyncSession, *, agent_id: uuid.UUID, first: int, after: str | None,
-    filter: RecordFilter, maximum: int = 100,
+    db: AsyncSession,
+    *,
+    agent_id: uuid.UUID,
+    first: int,
+    after: str | None,
+    filter: RecordFilter,
+    maximum: int = 100,
 ) -> Page[MemoryRecord]:
     check_first(first, maximum=maximum)
     reader = Reader.for_api(agent_id=agent_id)
@@ -60,17 +73,20 @@ async def list_records(
         stmt = stmt.where(MemoryRecord.session_id == filter.session_id)  # type: ignore[arg-type]
     if filter.preview is not None:
         stmt = stmt.where(MemoryRecord.preview.is_(filter.preview))  # type: ignore[attr-defined]
+    if filter.kind:
+        text_arg(filter.kind, field="kind")
+    for name, value in filter.labels:
+        text_arg(name, field="labels")
+        text_arg(value, field="labels")
     if filter.kind or filter.labels:
         stmt = stmt.join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
         if filter.kind:
             stmt = stmt.where(MemoryVersion.kind == filter.kind)  # type: ignore[arg-type]
         if filter.labels:
             stmt = stmt.where(MemoryVersion.labels.contains(dict(filter.labels)))  # type: ignore[attr-defined]
-    if after:
+    if after is not None:
         (seq,) = cursor.decode("record", after, arity=1)
-        if not seq.isdigit():
-            raise BadInputError("after is not a cursor this list gave out", field="after")
-        stmt = stmt.where(MemoryRecord.seq < int(seq))  # type: ignore[operator]
+        stmt = stmt.where(MemoryRecord.seq < _position(seq))  # type: ignore[arg-type,operator]
     rows = (await db.scalars(stmt.order_by(MemoryRecord.seq.desc()).limit(first + 1))).all()  # type: ignore[union-attr]
     return Page(
         items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
@@ -78,8 +94,15 @@ async def list_records(
     )
 
 
+def _position(seq: str) -> int:
+    """A record cursor's position: a positive bigint, as ``memory_records.seq`` is."""
+    if not (seq.isascii() and seq.isdigit() and len(seq) <= 19 and 0 < int(seq) <= _MAX_SEQ):
+        raise BadInputError("after is not a cursor this list gave out", field="after")
+    return int(seq)
+
+
 def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
-    if not after:
+    if after is None:
         return None
     at, ident = cursor.decode(kind, after, arity=2)
     try:
@@ -90,7 +113,12 @@ def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
 
 
 async def _time_page(
-    db: AsyncSession, model: Any, kind: str, where: Any, first: int, after: str | None,
+    db: AsyncSession,
+    model: Any,
+    kind: str,
+    where: Any,
+    first: int,
+    after: str | None,
     maximum: int,
 ) -> Page[Any]:
     check_first(first, maximum=maximum)
@@ -99,9 +127,7 @@ async def _time_page(
     if keyset is not None:
         stmt = stmt.where(keyset)
     rows = (
-        await db.scalars(
-            stmt.order_by(model.created_at.desc(), model.id.desc()).limit(first + 1)
-        )
+        await db.scalars(stmt.order_by(model.created_at.desc(), model.id.desc()).limit(first + 1))
     ).all()
     return Page(
         items=[(cursor.encode(kind, r.created_at.isoformat(), r.id), r) for r in rows[:first]],
@@ -112,24 +138,42 @@ async def _time_page(
 async def list_sessions(
     db: AsyncSession, *, agent_id: uuid.UUID, first: int, after: str | None, maximum: int = 100
 ) -> Page[Session]:
-    return await _time_page(db, Session, "session", Session.agent_id == agent_id, first, after,
-                            maximum)
+    return await _time_page(
+        db, Session, "session", Session.agent_id == agent_id, first, after, maximum
+    )
 
 
 async def list_turns(
-    db: AsyncSession, *, session_id: uuid.UUID | None = None, agent_id: uuid.UUID | None = None,
-    first: int, after: str | None, maximum: int = 100,
+    db: AsyncSession,
+    *,
+    session_id: uuid.UUID | None = None,
+    agent_id: uuid.UUID | None = None,
+    first: int,
+    after: str | None,
+    maximum: int = 100,
 ) -> Page[Turn]:
     where = Turn.session_id == session_id if session_id else Turn.agent_id == agent_id
     return await _time_page(db, Turn, "turn", where, first, after, maximum)
 
 
-async def turn_memories(db: AsyncSession, *, turn_id: uuid.UUID) -> list[MemoryRecord]:
+async def turn_memories(
+    db: AsyncSession, *, agent_id: uuid.UUID, turn_id: uuid.UUID
+) -> list[MemoryRecord]:
     """What a turn wrote (spec's ``Action.memories``): records it created or changed,
-    live and preview; a preview deletion is a preview record of status DELETED."""
-    touched = select(MemoryVersion.record_id).where(MemoryVersion.turn_id == turn_id)  # type: ignore[arg-type]
+    live and preview; a preview deletion is a preview record of status DELETED.
+
+    Read as an API reader: what an open turn has staged is not shown until it
+    commits (R12), and a rolled-back turn wrote nothing."""
+    reader = Reader.for_api(agent_id=agent_id)
+    touched = select(MemoryVersion.record_id).where(MemoryVersion.turn_id == turn_id)  # type: ignore[call-overload]
     rows = await db.scalars(
-        select(MemoryRecord).where(MemoryRecord.id.in_(touched)).order_by(MemoryRecord.seq)  # type: ignore[attr-defined,union-attr]
+        select(MemoryRecord)
+        .where(
+            MemoryRecord.id.in_(touched),  # type: ignore[attr-defined]
+            record_condition(reader, purpose=Purpose.READ),
+            MemoryRecord.pending_turn_id.is_distinct_from(turn_id),  # type: ignore[union-attr]
+        )
+        .order_by(MemoryRecord.seq)  # type: ignore[arg-type]
     )
     return list(rows.all())
 
@@ -137,7 +181,14 @@ async def turn_memories(db: AsyncSession, *, turn_id: uuid.UUID) -> list[MemoryR
 async def list_agents(
     db: AsyncSession, *, namespace: str, first: int, after: str | None, maximum: int = 100
 ) -> Page[Any]:
-    from server.models import Agent
+    text_arg(namespace, field="namespace")
+    return await _time_page(db, Agent, "agent", Agent.namespace == namespace, first, after, maximum)
 
-    return await _time_page(db, Agent, "agent", Agent.namespace == namespace, first, after,
-                            maximum)
+
+async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:
+    return await db.scalar(
+        select(Agent).where(
+            Agent.namespace == text_arg(namespace, field="namespace"),  # type: ignore[arg-type]
+            Agent.name == text_arg(name, field="name"),  # type: ignore[arg-type]
+        )
+    )

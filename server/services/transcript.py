@@ -17,7 +17,7 @@ async def next_sequence(db: AsyncSession, *, turn_id: uuid.UUID) -> int:
         update(Turn)
         .where(Turn.id == turn_id)  # type: ignore[arg-type]
         .values(event_seq=Turn.event_seq + 1)
-        .returning(Turn.event_seq)
+        .returning(Turn.event_seq)  # type: ignore[call-overload]
     )
     assert value is not None
     return int(value)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain.config import HarnessConfig
 from server.domain.pinned import pinned_line
@@ -33,7 +34,7 @@ from server.models import (
 from server.services.agents import config_of, latest_version
 from server.services.lookup import get
 from server.services.transcript import append_event, start_execution
-from server.storage.gate import record_condition
+from server.storage.gate import record_condition, version_in_force
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +111,14 @@ async def begin_turn(
         if version.agent_id != agent.id:
             raise NotFoundError(f"no agent version with id {agent_version_id} for this agent")
 
-    number, attempt = await _number(db, agent=agent, session=session, replay_of=replay_of,
-                                    retry_of=retry_of, preview=preview)
+    number, attempt, replay_of = await _number(
+        db,
+        agent=agent,
+        session=session,
+        replay_of=replay_of,
+        retry_of=retry_of,
+        preview=preview,
+    )
     turn = Turn(
         agent_id=agent.id,
         session_id=session.id if session else None,
@@ -126,9 +133,9 @@ async def begin_turn(
     await db.flush()
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
-    pinned = await pinned_entries(db, reader=reader_for(turn, config)) if (
-        config.memory.enabled
-    ) else []
+    # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
+    pins_listed = config.memory.enabled and config.memory.pinned_max_tokens is not None
+    pinned = await pinned_entries(db, reader=reader_for(turn, config)) if pins_listed else []
     await append_event(
         db,
         turn=turn,
@@ -152,50 +159,48 @@ async def _number(
     replay_of: uuid.UUID | None,
     retry_of: uuid.UUID | None,
     preview: bool,
-) -> tuple[int, int]:
-    """Turn number and attempt: a retry keeps the number, a replay takes the original's."""
-    same_place = (
-        Turn.session_id == session.id if session else Turn.agent_id == agent.id  # type: ignore[arg-type]
-    )
+) -> tuple[int, int, uuid.UUID | None]:
+    """Turn number, attempt and the replayed turn: a retry keeps the number (and, for a
+    retried replay, what it replays); a replay takes the original's number."""
+    same_place = col(Turn.session_id) == session.id if session else col(Turn.agent_id) == agent.id
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
             continue
-        original = await db.scalar(select(Turn).where(Turn.id == ref, same_place))  # type: ignore[arg-type]
+        original = await db.scalar(select(Turn).where(col(Turn.id) == ref, same_place))
         if original is None:
             raise NotFoundError(f"no turn {ref} in this session", field=what)
         if what == "retryOf":
             if original.status != "failed":
                 raise ConflictError("only a failed turn can be retried", field=what)
-            newer = await db.scalar(
-                select(func.max(Turn.attempt)).where(
-                    same_place, Turn.number == original.number, Turn.replay_of_id.is_(None)  # type: ignore[union-attr]
-                )
+            retried = await db.scalar(
+                select(col(Turn.id)).where(col(Turn.retry_of_id) == original.id)
             )
-            if newer != original.attempt:
+            if retried is not None:
                 raise ConflictError("this attempt was already retried", field=what)
             if original.preview != preview:
                 raise BadInputError("a retry keeps the original's preview flag", field=what)
-            return original.number, original.attempt + 1
+            return original.number, original.attempt + 1, original.replay_of_id
         if original.status != "committed":
             raise ConflictError("only a committed turn can be replayed", field=what)
-        return original.number, 1
+        return original.number, 1, original.id
     last = await db.scalar(
-        select(func.max(Turn.number)).where(same_place, Turn.replay_of_id.is_(None))  # type: ignore[union-attr]
+        select(func.max(col(Turn.number))).where(same_place, col(Turn.replay_of_id).is_(None))
     )
-    return (last or 0) + 1, 1
+    return (last or 0) + 1, 1, None
 
 
 async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
-    """The pinned records the reader can see, oldest pin first (R30)."""
+    """The pinned records the reader can see, oldest pin first, each with the version in
+    force for this reader: another open turn's staged change is not yet seen (R12, R30)."""
     rows = (
         await db.execute(
-            select(MemoryRecord.id, MemoryVersion.id, MemoryVersion.summary)
-            .join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
+            select(col(MemoryRecord.id), col(MemoryVersion.id), col(MemoryVersion.summary))
+            .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
             .where(
-                MemoryRecord.pinned.is_(True),  # type: ignore[attr-defined]
+                col(MemoryRecord.pinned).is_(True),
                 record_condition(reader, purpose=Purpose.SEARCH),
             )
-            .order_by(MemoryRecord.seq)
+            .order_by(col(MemoryRecord.seq))
         )
     ).all()
     return [
@@ -204,21 +209,37 @@ async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntr
     ]
 
 
+async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
+    """The turn, which must be open, held open until this transaction ends (R12).
+
+    ``FOR KEY SHARE`` lets the calls of one turn run side by side but makes a concurrent
+    commit, rollback or fail wait for them (or them see it closed), so nothing is
+    written to a turn after it closed.
+    """
+    turn = await db.get(Turn, turn_id, with_for_update={"read": True, "key_share": True})
+    if turn is None:
+        raise NotFoundError(f"no turn with id {turn_id}")
+    if turn.status != "open":
+        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    return turn
+
+
 async def open_scope(
     db: AsyncSession, *, turn_id: uuid.UUID, caller_execution_id: uuid.UUID | None = None
 ) -> TurnScope:
     """Resolve a tool call's turn (it must be open) and its caller execution."""
-    turn = await get(db, Turn, turn_id)
-    if turn.status != "open":
-        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    turn = await open_turn(db, turn_id=turn_id)
     agent = await get(db, Agent, turn.agent_id)
     version = await get(db, AgentVersion, turn.agent_version_id)
     config = config_of(version, agent)
     if caller_execution_id is None:
-        caller = await db.scalar(
-            select(Execution).where(Execution.turn_id == turn.id, Execution.kind == "turn")  # type: ignore[arg-type]
+        root = await db.scalar(
+            select(Execution).where(
+                col(Execution.turn_id) == turn.id, col(Execution.kind) == "turn"
+            )
         )
-        assert caller is not None
+        assert root is not None
+        caller = root
     else:
         caller = await get(db, Execution, caller_execution_id)
         if caller.turn_id != turn.id:
@@ -226,7 +247,11 @@ async def open_scope(
         if caller.kind == "tool":
             raise BadInputError("a native tool call cannot call tools", field="executionId")
     return TurnScope(
-        turn=turn, agent=agent, version=version, config=config, caller=caller,
+        turn=turn,
+        agent=agent,
+        version=version,
+        config=config,
+        caller=caller,
         reader=reader_for(turn, config),
     )
 
@@ -242,6 +267,8 @@ async def start_helper(
     """Record a helper (subagent) or a program run by a programmatic tool caller (R23)."""
     if kind not in ("helper", "program"):
         raise BadInputError("kind must be helper or program", field="kind")
+    if not 0 < len(name.strip()) <= 200:
+        raise BadInputError("name must be 1 to 200 characters", field="name")
     scope = await open_scope(db, turn_id=turn_id, caller_execution_id=parent_execution_id)
     return await start_execution(
         db, turn=scope.turn, kind=kind, name=name, parent_id=scope.caller.id
@@ -273,7 +300,7 @@ async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     )
     await db.execute(
         update(MemoryRecord)
-        .where(MemoryRecord.pending_turn_id == turn_id)  # type: ignore[arg-type]
+        .where(col(MemoryRecord.pending_turn_id) == turn_id)
         .values(pending_turn_id=None, prior_status=None, prior_version_id=None)
     )
     return turn
@@ -281,7 +308,7 @@ async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
 
 async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
     """Undo what an open turn staged: restore changed records, remove new rows (R12)."""
-    changed = MemoryRecord.pending_turn_id == turn_id  # type: ignore[arg-type]
+    changed = col(MemoryRecord.pending_turn_id) == turn_id
     await db.execute(
         update(MemoryRecord)
         .where(changed)
@@ -294,9 +321,11 @@ async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
             prior_version_id=None,
         )
     )
-    await db.execute(delete(MemoryVersion).where(MemoryVersion.turn_id == turn_id))  # type: ignore[arg-type]
+    await db.execute(delete(MemoryVersion).where(col(MemoryVersion.turn_id) == turn_id))
     await db.execute(
-        delete(MemoryRecord).where(MemoryRecord.turn_id == turn_id, MemoryRecord.committed.is_(False))  # type: ignore[arg-type,attr-defined]
+        delete(MemoryRecord).where(
+            col(MemoryRecord.turn_id) == turn_id, col(MemoryRecord.committed).is_(False)
+        )
     )
 
 
@@ -337,16 +366,19 @@ async def record_invocation(
 ) -> Invocation:
     """Record one model call (purpose ``turn`` or ``memory``) inside an open turn."""
     execution = await get(db, Execution, execution_id)
-    turn = await get(db, Turn, execution.turn_id)
-    if turn.status != "open":
-        raise ConflictError(f"turn {turn.id} is {turn.status}, not open")
+    await open_turn(db, turn_id=execution.turn_id)
     if input_tokens < 0 or output_tokens < 0:
         raise BadInputError("token counts cannot be negative", field="inputTokens")
     if not 0 < len(model) <= 200:
         raise BadInputError("model must be 1 to 200 characters", field="model")
     invocation = Invocation(
-        agent_id=execution.agent_id, execution_id=execution.id, purpose=purpose, model=model,
-        input_tokens=input_tokens, output_tokens=output_tokens, counted=purpose != "embed",
+        agent_id=execution.agent_id,
+        execution_id=execution.id,
+        purpose=purpose,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        counted=purpose != "embed",
     )
     db.add(invocation)
     await db.flush()

@@ -1,35 +1,64 @@
 """The visibility gate as SQL: :mod:`server.domain.visibility` turned into one condition.
 
 Every memory query of an agent or an API reader filters through
-:func:`record_condition`; nothing else filters by agent, session or preview.
+:func:`record_condition`; nothing else filters by agent, session or preview. A
+query that shows a record's text joins its version on :func:`version_in_force`,
+and shows its status as :func:`effective_status`, so that a change another open
+turn staged stays unseen until it commits (R12).
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select, true
+from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select
 from sqlalchemy.orm import aliased
 
 from server.domain.visibility import Purpose, Reader
 from server.models import MemoryRecord
 
 
-def effective_status(reader: Reader, r: Any = MemoryRecord) -> ColumnElement[str]:
-    staged_by_other = r.pending_turn_id.is_not(None)
+def _staged_by_other(reader: Reader, r: Any) -> ColumnElement[bool]:
+    """``staged_by_other``: a change staged by an open turn other than the reader's (R12)."""
+    staged: ColumnElement[bool] = r.pending_turn_id.is_not(None)
     if reader.turn_id is not None:
-        staged_by_other = and_(staged_by_other, r.pending_turn_id != reader.turn_id)
-    return case((staged_by_other, func.coalesce(r.prior_status, r.status)), else_=r.status)
+        staged = and_(staged, r.pending_turn_id != reader.turn_id)
+    return staged
+
+
+def effective_status(reader: Reader, r: Any = MemoryRecord) -> ColumnElement[str]:
+    """``effective_status``: the status this reader sees."""
+    return case(
+        (_staged_by_other(reader, r), func.coalesce(r.prior_status, r.status)), else_=r.status
+    )
+
+
+def version_in_force(reader: Reader, r: Any = MemoryRecord) -> ColumnElement[Any]:
+    """``version_in_force``: the id of the version this reader sees; join versions on it."""
+    return case(
+        (
+            _staged_by_other(reader, r),
+            func.coalesce(r.prior_version_id, r.current_version_id),
+        ),
+        else_=r.current_version_id,
+    )
+
+
+def _exists(reader: Reader, r: Any) -> ColumnElement[bool]:
+    """``exists_for``: the reader's agent's rows, committed or written by the reader's turn."""
+    if reader.api or reader.turn_id is None:
+        written = r.committed.is_(True)
+    else:
+        written = or_(r.committed.is_(True), r.turn_id == reader.turn_id)
+    return and_(r.agent_id == reader.agent_id, written)
 
 
 def _base(reader: Reader, r: Any) -> ColumnElement[bool]:
-    conds: list[ColumnElement[bool]] = [r.agent_id == reader.agent_id]
-    if reader.api or reader.turn_id is None:
-        conds.append(r.committed.is_(True))
-        if reader.api:
-            return and_(*conds)
-    else:
-        conds.append(or_(r.committed.is_(True), r.turn_id == reader.turn_id))
+    """``base_visible``: R10, R11, R12 and the live half of R13."""
+    conds: list[ColumnElement[bool]] = [_exists(reader, r)]
+    if reader.api:
+        return conds[0]
     if not reader.preview:
         conds.append(r.preview.is_(False))
     scopes: list[ColumnElement[bool]] = []
@@ -41,18 +70,25 @@ def _base(reader: Reader, r: Any) -> ColumnElement[bool]:
     return and_(*conds)
 
 
+@cache
+def _naming_record() -> Any:
+    """The alias for "a preview record naming this one" (R13), built once: adapting a fresh
+    alias's columns costs milliseconds on every query."""
+    return aliased(MemoryRecord, name="naming_record")
+
+
 def record_condition(
     reader: Reader, *, purpose: Purpose, r: Any = MemoryRecord
 ) -> ColumnElement[bool]:
     """The SQL twin of ``visible_records``: true for the rows of ``r`` the reader may see."""
     conds = [_base(reader, r)]
     if reader.preview and not reader.api:
-        p = aliased(MemoryRecord)
+        p = _naming_record()
         conds.append(
             not_(
                 exists(
                     select(p.id).where(
-                        p.replaces_id == r.id, p.preview.is_(True), _base(reader, p)
+                        p.replaces_id == r.id, p.preview.is_(True), _exists(reader, p)
                     )
                 )
             )
@@ -60,8 +96,6 @@ def record_condition(
     if purpose is Purpose.SEARCH:
         conds.append(effective_status(reader, r) == "ACTIVE")
     if purpose is Purpose.CHANGE and not reader.api:
-        writable = [
-            r.scope == scope.upper() for scope in sorted(reader.write_scopes)
-        ]
+        writable = [r.scope == scope.upper() for scope in sorted(reader.write_scopes)]
         conds.append(or_(*writable) if writable else false())
-    return and_(*conds) if conds else true()
+    return and_(*conds)

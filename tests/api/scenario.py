@@ -30,7 +30,7 @@ mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UU
 }"""
 COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { id status } }"
 ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { id status } }"
-FAIL = "mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: \"boom\"}) { id status } }"
+FAIL = 'mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: "boom"}) { id status } }'
 ADD = """
 mutation($turn: UUID!, $summary: String!, $content: String, $kind: String, $labels: JSON,
          $scope: Scope, $pinned: Boolean! = false, $replaces: UUID, $execution: UUID,
@@ -93,8 +93,13 @@ class Scenario:
         self.api = api
         self.agent_id = ""
 
-    async def agent(self, config: dict[str, Any] | None = None, *, sessionless: bool = False,
-                    namespace: str | None = None) -> str:
+    async def agent(
+        self,
+        config: dict[str, Any] | None = None,
+        *,
+        sessionless: bool = False,
+        namespace: str | None = None,
+    ) -> str:
         ns = namespace or f"ns{uuid.uuid4().hex[:10]}"
         data = await self.api.ok(CREATE_AGENT, ns=ns, name="agent", sessionless=sessionless)
         self.agent_id = data["createAgent"]["id"]
@@ -146,3 +151,88 @@ class Scenario:
         record = await self.add_id(turn, summary, **kw)
         await self.commit(turn)
         return record
+
+
+# Dashboard views used to check what a call changed (or that it changed nothing).
+
+TURN_VIEW = """
+query($id: UUID!) {
+  turn(id: $id) {
+    id number attempt status preview error endedAt
+    replayOf { id } retryOf { id } session { id } agentVersion { id }
+    executions {
+      id kind name status error input output parent { id }
+      invocations { id purpose model inputTokens outputTokens counted }
+    }
+    transcript { sequence type toolName payload execution { id } }
+    memories {
+      id status preview scope pinned replaces { id }
+      current { id status summary }
+    }
+  }
+}"""
+RECORDS = """
+query($agent: UUID!, $filter: MemoryRecordFilter) {
+  agent(id: $agent) {
+    memoryRecords(first: 100, filter: $filter) {
+      edges { node { id status scope preview pinned replaces { id } replacedBy { id }
+                     current { id status summary kind labels } } }
+    }
+  }
+}"""
+MEMORY = """
+query($id: UUID!) {
+  agentMemory(id: $id) {
+    id status scope preview pinned
+    replaces { id } replacedBy { id } session { id }
+    current { id number status summary content kind labels }
+    versions {
+      id number status summary
+      writtenBy {
+        execution { id kind name } invocation { id purpose } agentVersion { id }
+        session { id } turn { id }
+      }
+    }
+  }
+}"""
+INVOKE = """
+mutation($execution: UUID!, $purpose: InvocationPurpose!, $model: String! = "model-a",
+         $input: Int! = 0, $output: Int! = 0) {
+  recordInvocation(input: {executionId: $execution, purpose: $purpose, model: $model,
+                           inputTokens: $input, outputTokens: $output}) {
+    id purpose model inputTokens outputTokens counted execution { id }
+  }
+}"""
+START_EXECUTION = """
+mutation($turn: UUID!, $kind: HelperKind!, $name: String! = "helper", $parent: UUID) {
+  startExecution(input: {turnId: $turn, kind: $kind, name: $name,
+                         parentExecutionId: $parent}) {
+    id kind name status parent { id }
+  }
+}"""
+
+
+async def turn_view(api: Api, turn: str) -> dict[str, Any]:
+    """A turn as a dashboard reads it: executions, transcript and memories."""
+    return dict((await api.ok(TURN_VIEW, id=turn))["turn"])
+
+
+async def records(api: Api, agent: str, **filter: Any) -> list[dict[str, Any]]:
+    """Every committed record of the agent, newest first, as the record listing shows it."""
+    data = await api.ok(RECORDS, agent=agent, filter=filter or None)
+    return [edge["node"] for edge in data["agent"]["memoryRecords"]["edges"]]
+
+
+async def memory_record(api: Api, record: str) -> dict[str, Any]:
+    """One record with its full version history (R25)."""
+    return dict((await api.ok(MEMORY, id=record))["agentMemory"])
+
+
+# Summaries tests share where the words do not matter: the embedder caches repeated texts,
+# so reusing them keeps the suite fast.
+EMAIL = "The customer prefers email"
+PHONE = "The customer prefers phone calls"
+INVOICES = "Invoices go out on the first of the month"
+OVERDUE = "Account 17 is overdue"
+REFUNDS = "Refunds are paid as store credit"
+SHIPPING = "Orders ship on Mondays"

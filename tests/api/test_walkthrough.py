@@ -8,13 +8,11 @@ from tests.conftest import Api
 
 async def test_walkthrough(api: Api) -> None:
     s = Scenario(api)
-    await s.agent(memory_config(read=["session", "agent"], write=["session", "agent"],
-                                pinned=200))
+    await s.agent(memory_config(read=["session", "agent"], write=["session", "agent"], pinned=200))
     session = await s.session()
     turn = await s.turn(session)
     first = await s.add_id(turn, "The customer prefers email", kind="fact", pinned=True)
-    second = await s.add(turn, "The customer prefers phone calls", replaces=first,
-                         scope="AGENT")
+    second = await s.add(turn, "The customer prefers phone calls", replaces=first, scope="AGENT")
     assert [m["status"] for m in second["memories"]] == ["ACTIVE", "SUPERSEDED"]
     read = await s.read(turn, first)
     assert isinstance(read, dict) and read["sources"][0]["status"] == "SUPERSEDED"

@@ -43,7 +43,9 @@ def server(database_url: URL) -> object:
     }
     exe = shutil.which("agent-memory", path=str(Path(sys.executable).parent)) or "agent-memory"
     proc = subprocess.Popen(
-        [exe, "serve", "--no-migrate"], env=env, stdout=subprocess.DEVNULL,
+        [exe, "serve", "--no-migrate"],
+        env=env,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
@@ -65,11 +67,19 @@ def server(database_url: URL) -> object:
         proc.wait(timeout=20)
 
 
-def test_readme_walkthrough_runs_as_written(server: str) -> None:
+def test_readme_walkthrough_runs_as_written(server: str, database_url: URL) -> None:
     done = subprocess.run(
         ["bash", "-e", "-c", _walkthrough()],
-        env={**os.environ, "URL": f"{server}/graphql"},
-        capture_output=True, text=True, timeout=120,
+        env={
+            **os.environ,
+            "URL": f"{server}/graphql",
+            # the walkthrough's CLI calls use the server's database
+            "AGENT_MEMORY_DATABASE_URL": database_url.render_as_string(hide_password=False),
+            "AM": str(Path(sys.executable).parent / "agent-memory"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout

@@ -1,0 +1,1 @@
+"""Benchmarks and retrieval evaluation: ``python -m bench NAME [--quick]``."""

@@ -1,0 +1,37 @@
+"""``python -m bench NAME [--quick]``: run one benchmark.
+
+Each benchmark is a module with ``run(quick: bool) -> dict``: it prints a
+readable table as it goes and returns its figures, which are printed here as
+the last line, one JSON object. ``--quick`` finishes in under a minute; the
+full run in under 20 minutes. Add a benchmark by adding a line to BENCHES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+BENCHES: dict[str, str] = {
+    "search": "bench.search",
+    "peers": "bench.peers",
+    "locomo": "bench.locomo",
+    "history-ingest": "bench.history_ingest",
+    "locomo-history": "bench.locomo_history",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("name", choices=sorted(BENCHES))
+    parser.add_argument("--quick", action="store_true", help="small data, under a minute")
+    args = parser.parse_args(argv)
+    figures = importlib.import_module(BENCHES[args.name]).run(quick=args.quick)
+    sys.stdout.flush()
+    print(json.dumps({"bench": args.name, "quick": args.quick, **figures}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,330 @@
+"""What the benchmarks share: a database, the model, data, bulk loading, timing, tables.
+
+The database is the server's own: ``DATABASE_URL`` if set, otherwise the embedded
+PostgreSQL in the data directory (``AGENT_MEMORY_DATA_DIR``, default ``.data``).
+Each benchmark works in databases of its own, named ``bench_*``; a loaded data set
+is kept between runs (its database name says what it holds), so a second full run
+does not load a million rows again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import statistics
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from sqlalchemy.engine import URL
+
+from server import migrate
+from server.database import Database, normalise_url
+from server.embedded import EmbeddedPostgres
+from server.embedding import Embedder
+from server.services import agents, turns
+from server.settings import Settings
+
+_server: EmbeddedPostgres | None = None
+
+
+def settings() -> Settings:
+    return Settings()
+
+
+def admin_url() -> URL:
+    """The server's admin URL: DATABASE_URL's server, or the embedded one (started once)."""
+    global _server
+    s = settings()
+    if s.database_url:
+        return normalise_url(s.database_url)
+    if _server is None:
+        _server = EmbeddedPostgres(s.data_dir, database="postgres")
+        return _server.start()
+    return _server.start()
+
+
+def dsn(url: URL) -> str:
+    """A psycopg connection string for a SQLAlchemy URL."""
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def database(name: str, *, fresh: bool = False) -> tuple[URL, bool]:
+    """The URL of database ``name`` (created and migrated if missing); and whether it existed."""
+    admin = admin_url()
+    with psycopg.connect(dsn(admin.set(database="postgres")), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists and fresh:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    url = admin.set(database=name)
+    migrate.upgrade(url)
+    return url, exists is not None
+
+
+def drop(name: str) -> None:
+    admin = admin_url()
+    with psycopg.connect(dsn(admin.set(database="postgres")), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def embedder(*, cache: bool = True) -> Embedder:
+    model = Embedder(cache_size=4096 if cache else 0)
+    model.load()
+    return model
+
+
+async def connect(url: URL) -> Database:
+    db = Database(Settings(database_url=url.render_as_string(hide_password=False)))
+    await db.connect()
+    return db
+
+
+# -- timing and tables --------------------------------------------------------------------
+
+
+@dataclass
+class Timings:
+    seconds: list[float]
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.seconds) * 1000
+
+    @property
+    def p99(self) -> float:
+        ordered = sorted(self.seconds)
+        return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] * 1000
+
+
+async def timed(calls: Iterable[Callable[[], Any]], *, warmup: int = 5) -> Timings:
+    calls = list(calls)
+    for call in calls[:warmup]:
+        await call()
+    out = []
+    for call in calls:
+        start = time.perf_counter()
+        await call()
+        out.append(time.perf_counter() - start)
+    return Timings(out)
+
+
+def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    cells = [[_cell(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    print(flush=True)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+# -- data -----------------------------------------------------------------------------------
+
+SUBJECTS = ["my sister", "the landlord", "our team", "grandpa", "the vet", "a colleague",
+            "my neighbour", "the coach", "doctor Patel", "the kids", "Maria", "the client",
+            "my brother", "the accountant", "our manager", "the plumber"]  # fmt: skip
+ACTS = ["booked", "cancelled", "recommended", "complained about", "paid for", "forgot",
+        "planned", "moved", "asked about", "loved", "postponed", "reviewed"]  # fmt: skip
+THINGS = ["the dentist appointment", "a trip to Lisbon", "the quarterly budget",
+          "piano lessons", "the broken heater", "a birthday party", "the garden shed",
+          "a marathon", "the car insurance", "a vegan restaurant", "the school play",
+          "a new laptop", "the tax return", "a hiking weekend", "the kitchen renovation",
+          "a job interview"]  # fmt: skip
+WHEN = ["last Monday", "in March", "next weekend", "yesterday", "two years ago",
+        "this morning", "before Christmas", "after the storm"]  # fmt: skip
+_SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "nax", "ber", "quo"]
+
+
+def sentences(n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct memory-like sentences."""
+    all_ = [f"{a} {b} {c} {d}" for a, b, c, d in itertools.product(SUBJECTS, ACTS, THINGS, WHEN)]
+    random.Random(seed).shuffle(all_)
+    return all_[:n]
+
+
+def extra_words(count: int, seed: int = 0) -> list[str]:
+    """Made-up words, so that records also carry rarer keywords."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(_SYLLABLES) for _ in range(3)) for _ in range(count)]
+
+
+def zipf_texts(n: int, *, words: int, vocabulary: list[str], seed: int) -> list[str]:
+    """``n`` texts of ``words`` words drawn Zipf-like from ``vocabulary`` (its head, the
+    words as common as stop words, left out), so keyword matches are as selective as in
+    natural text: a content word is in a few percent of records at most."""
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(100, len(vocabulary) + 100, dtype=np.float64)
+    p = 1 / ranks
+    p /= p.sum()
+    picks = rng.choice(len(vocabulary), size=(n, words), p=p)
+    return [" ".join(vocabulary[i] for i in row) for row in picks]
+
+
+def blend(bases: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` vectors, each a blend of two base embeddings (normalised); the main base."""
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, len(bases), (2, n))
+    w = rng.uniform(0.6, 1.0, (n, 1)).astype(np.float32)
+    out = w * bases[i] + (1 - w) * bases[j]
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out.astype(np.float32), i
+
+
+# -- bulk loading -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Owner:
+    """An agent with a committed turn and its execution, to hang bulk records on."""
+
+    agent_id: uuid.UUID
+    version_id: uuid.UUID
+    session_id: uuid.UUID
+    turn_id: uuid.UUID
+    execution_id: uuid.UUID
+
+
+async def make_owner(db: Database, *, namespace: str, config: dict[str, Any]) -> Owner:
+    async with db.session() as s:
+        agent = await agents.create_agent(s, namespace=namespace, name="bench")
+        version = await agents.publish_version(s, agent_id=agent.id, config=config)
+        session = await agents.create_session(s, agent_id=agent.id)
+        begun = await turns.begin_turn(s, session_id=session.id)
+        await turns.commit_turn(s, turn_id=begun.turn.id)
+        await s.commit()
+        return Owner(agent.id, version.id, session.id, begun.turn.id, begun.execution.id)
+
+
+MEMORY_CONFIG = {
+    "harness": {
+        "memory": {
+            "enabled": True,
+            "scope": {"read": ["session", "agent"], "write": ["session", "agent"]},
+            "tools": ["add_memory", "read_memory", "delete_memory"],
+            "search": {"mode": "hybrid", "max_results": 10, "min_score": 0.2},
+        }
+    }
+}
+
+_INDEXES = {
+    "ix_memory_versions_embedding": "CREATE INDEX ix_memory_versions_embedding ON memory_versions"
+    " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+    "ix_memory_versions_tsv": "CREATE INDEX ix_memory_versions_tsv ON memory_versions"
+    " USING gin (search_tsv)",
+}
+
+
+def drop_search_indexes(conn: psycopg.Connection[Any]) -> None:
+    """Bulk loads go faster without the search indexes; :func:`build_search_indexes` after."""
+    for name in _INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def build_search_indexes(conn: psycopg.Connection[Any]) -> float:
+    """Rebuild the schema's search indexes (as the migration defines them); seconds taken."""
+    start = time.perf_counter()
+    conn.execute("SET maintenance_work_mem = '1GB'")
+    conn.execute("SET max_parallel_maintenance_workers = 2")
+    for name, ddl in _INDEXES.items():
+        if not conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]:  # type: ignore[index]
+            conn.execute(ddl)
+    conn.execute("VACUUM ANALYZE memory_records")
+    conn.execute("VACUUM ANALYZE memory_versions")
+    return time.perf_counter() - start
+
+
+def bulk_records(
+    conn: psycopg.Connection[Any],
+    owner: Owner,
+    *,
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    text_of: np.ndarray,
+    created_at: np.ndarray | None = None,
+) -> list[uuid.UUID]:
+    """Insert ACTIVE, committed AGENT-scope records with one version each, fast: vectors by
+    binary COPY, texts by index (row ``i`` has ``texts[text_of[i]]``). ``created_at`` is
+    microseconds since 2000-01-01 UTC per row (default: now). Returns the record ids."""
+    n = len(vectors)
+    records = [uuid.uuid4() for _ in range(n)]
+    versions = [uuid.uuid4() for _ in range(n)]
+    if created_at is None:
+        now = datetime.now(UTC) - datetime(2000, 1, 1, tzinfo=UTC)
+        created_at = np.full(n, int(now.total_seconds() * 1e6) - n, dtype=np.int64) + np.arange(n)
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS bench_stage (version uuid, record uuid, text_of int,"
+        " created_at timestamptz, embedding vector(384))"
+    )
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS bench_text (i int PRIMARY KEY, text text)")
+    conn.execute("TRUNCATE bench_stage, bench_text")
+    with conn.cursor().copy("COPY bench_text (i, text) FROM STDIN") as copy:
+        for i, t in enumerate(texts):
+            copy.write_row((i, t))
+    row = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("v_len", ">i4"), ("v", "V16"), ("r_len", ">i4"), ("r", "V16"),
+            ("t_len", ">i4"), ("t", ">i4"), ("c_len", ">i4"), ("c", ">i8"),
+            ("e_len", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("e", ">f4", (384,)),
+        ]
+    )  # fmt: skip
+    out = np.zeros(n, dtype=row)
+    out["fields"] = 5
+    out["v_len"] = out["r_len"] = 16
+    out["t_len"] = 4
+    out["c_len"] = 8
+    out["e_len"] = 4 + 4 * 384
+    out["v"] = np.frombuffer(b"".join(v.bytes for v in versions), dtype="V16")
+    out["r"] = np.frombuffer(b"".join(r.bytes for r in records), dtype="V16")
+    out["t"] = text_of
+    out["c"] = created_at
+    out["dim"] = 384
+    out["e"] = vectors
+    payload = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0) + out.tobytes()
+    payload += struct.pack(">h", -1)
+    with conn.cursor().copy(
+        "COPY bench_stage (version, record, text_of, created_at, embedding)"
+        " FROM STDIN WITH (FORMAT BINARY)"
+    ) as copy:
+        copy.write(payload)
+    params = {
+        "agent": owner.agent_id, "session": owner.session_id, "turn": owner.turn_id,
+        "execution": owner.execution_id, "agent_version": owner.version_id,
+    }  # fmt: skip
+    conn.execute(
+        "INSERT INTO memory_records (id, agent_id, session_id, scope, status, preview, pinned,"
+        " current_version_id, turn_id, committed, created_at)"
+        " SELECT record, %(agent)s, %(session)s, 'AGENT', 'ACTIVE', false, false, version,"
+        " %(turn)s, true, created_at FROM bench_stage ORDER BY created_at",
+        params,
+    )
+    conn.execute(
+        "INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary, kind,"
+        " labels, embedding, execution_id, agent_version_id, session_id, turn_id, created_at)"
+        " SELECT s.version, s.record, %(agent)s, 1, 'ACTIVE', t.text, 'fact', '{}'::jsonb,"
+        " s.embedding, %(execution)s, %(agent_version)s, %(session)s, %(turn)s, s.created_at"
+        " FROM bench_stage s JOIN bench_text t ON t.i = s.text_of",
+        params,
+    )
+    return records
+
+
+def run_async(coro: Any) -> Any:
+    return asyncio.run(coro)

@@ -1,0 +1,216 @@
+"""``bench locomo``: retrieval recall on the LoCoMo conversations.
+
+Each conversation in ``../shared/data/locomo/`` (next to the repository) becomes
+one agent whose memory holds one record per dialog turn (``speaker: text``, and the
+image caption when there is one), stamped with its session's date. Each
+question of categories 1-4 that has evidence is searched in its conversation;
+recall@k = |evidence turns in the top k| / |evidence turns|, averaged over the
+questions (LoCoMo's own definition; the folder's README). Malformed evidence ids
+are split on ``[;\\s]+`` and normalised, and ids that name no turn are dropped.
+
+Compared: this server's search in ``hybrid``, ``vector`` and ``lexical`` mode
+(min_score -1, so every mode may fill its ten places), Mem0 OSS (pgvector,
+``infer=False``) and LangGraph's PostgresStore (index), all with the same model
+and the same vectors (computed once and handed to each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from bench import common
+from server.domain.visibility import Reader
+from server.services import search
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+MODES = ("hybrid", "vector", "lexical")
+KS = (5, 10)
+
+
+def conversations(quick: bool) -> list[Path]:
+    files = sorted(DATA.glob("*.json"))
+    return files[:1] if quick else files
+
+
+def turns_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every dialog turn with its text and time (the session's date, a second a turn)."""
+    out = []
+    n = 1
+    while f"session_{n}" in conv:
+        when = datetime.strptime(conv[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
+        for i, turn in enumerate(conv[f"session_{n}"]):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares an image: {turn['blip_caption']}]"
+            out.append({"dia_id": turn["dia_id"], "text": text,
+                        "at": when.replace(tzinfo=UTC).timestamp() + i})  # fmt: skip
+        n += 1
+    return out
+
+
+def _normal(dia_id: str) -> str:
+    m = re.fullmatch(r"D:?(\d+):0*(\d+)", dia_id.strip())
+    return f"D{m.group(1)}:{m.group(2)}" if m else dia_id.strip()
+
+
+def questions(conv: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
+    out = []
+    for qa in conv["qa"]:
+        if qa.get("category") not in (1, 2, 3, 4):
+            continue
+        evidence = {
+            _normal(e) for raw in qa.get("evidence", []) for e in re.split(r"[;\s]+", raw) if e
+        }
+        evidence &= known
+        if evidence:
+            out.append({"question": qa["question"], "evidence": evidence})
+    return out
+
+
+def recall(found: list[list[str]], qs: list[dict[str, Any]], k: int) -> float:
+    scores = [
+        len(q["evidence"] & set(f[:k])) / len(q["evidence"]) for f, q in zip(found, qs, strict=True)
+    ]
+    return 100 * sum(scores) / len(scores)
+
+
+async def ours(
+    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> dict[str, list[list[str]]]:
+    db = await common.connect(url)
+    found: dict[str, list[list[str]]] = {m: [] for m in MODES}
+    pg_epoch = datetime(2000, 1, 1, tzinfo=UTC).timestamp()
+    with psycopg.connect(common.dsn(url), autocommit=True) as conn:
+        owners = []
+        for c in convs:
+            owner = await common.make_owner(db, namespace=f"locomo{uuid.uuid4().hex[:6]}",
+                                            config=common.MEMORY_CONFIG)  # fmt: skip
+            texts = [t["text"] for t in c["turns"]]
+            ids = common.bulk_records(
+                conn, owner,
+                vectors=np.array([vec[t] for t in texts], dtype=np.float32),
+                texts=texts, text_of=np.arange(len(texts)),
+                created_at=np.array([(t["at"] - pg_epoch) * 1e6 for t in c["turns"]],
+                                    dtype=np.int64),
+            )  # fmt: skip
+            owners.append((owner, {r: t["dia_id"] for r, t in zip(ids, c["turns"], strict=True)}))
+        conn.execute("VACUUM ANALYZE memory_versions")
+    for c, (owner, dia) in zip(convs, owners, strict=True):
+        reader = Reader.for_api(agent_id=owner.agent_id)
+        for q in c["questions"]:
+            for mode in MODES:
+                async with db.session() as s:
+                    items = await search.ranked(
+                        s, reader=reader, query=q["question"],
+                        vector=None if mode == "lexical" else vec[q["question"]],
+                        mode=mode, min_score=-1.0, limit=max(KS),
+                    )  # fmt: skip
+                found[mode].append([dia[i.record.id] for i in items])
+    await db.dispose()
+    return found
+
+
+def mem0(url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]) -> list[list[str]]:
+    os.environ.setdefault("MEM0_TELEMETRY", "False")  # no network calls
+    from mem0 import Memory
+
+    from server.embedding import default_model_path
+
+    m = Memory.from_config({
+        "vector_store": {"provider": "pgvector", "config": {
+            "connection_string": common.dsn(url), "collection_name": "locomo_mem0",
+            "embedding_model_dims": 384, "hnsw": True}},
+        "embedder": {"provider": "huggingface",
+                     "config": {"model": default_model_path(), "embedding_dims": 384}},
+        "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
+        "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
+    })  # fmt: skip
+    compute = m.embedding_model.embed
+    m.embedding_model.embed = lambda text, action=None: vec.get(text) or compute(text, action)
+    found = []
+    for n, c in enumerate(convs):
+        for t in c["turns"]:
+            m.add(t["text"], user_id=f"conv{n}", infer=False, metadata={"dia_id": t["dia_id"]})
+        for q in c["questions"]:
+            hits = m.search(q["question"], filters={"user_id": f"conv{n}"}, limit=max(KS))
+            found.append([h.get("metadata", {}).get("dia_id") for h in hits["results"]])
+    return found
+
+
+def langgraph(
+    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> list[list[str]]:
+    from langgraph.store.postgres import PostgresStore
+
+    def embed(batch: list[str]) -> list[list[float]]:
+        return [vec[t] for t in batch]
+
+    found = []
+    index = {"dims": 384, "embed": embed, "fields": ["text"]}
+    with PostgresStore.from_conn_string(common.dsn(url), index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        for n, c in enumerate(convs):
+            ns = ("locomo", f"conv{n}")
+            for t in c["turns"]:
+                store.put(ns, t["dia_id"], {"text": t["text"]})
+            for q in c["questions"]:
+                found.append([h.key for h in store.search(ns, query=q["question"], limit=max(KS))])
+    return found
+
+
+def run(quick: bool) -> dict[str, Any]:
+    convs = []
+    for path in conversations(quick):
+        conv = json.loads(path.read_text())
+        turns = turns_of(conv)
+        convs.append({"name": path.stem, "turns": turns,
+                      "questions": questions(conv, {t["dia_id"] for t in turns})})  # fmt: skip
+    texts = sorted({t["text"] for c in convs for t in c["turns"]}
+                   | {q["question"] for c in convs for q in c["questions"]})  # fmt: skip
+    model = common.embedder()
+    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
+    model.close()
+    url, _ = common.database("bench_locomo", fresh=True)
+    qs = [q for c in convs for q in c["questions"]]
+    results: dict[str, list[list[str]]] = asyncio.run(ours(url, convs, vec))
+    not_run = {}
+    for name, peer in (("mem0", mem0), ("langgraph", langgraph)):
+        try:
+            results[name] = peer(url, convs, vec)
+        except ImportError as exc:
+            not_run[name] = f"not installed ({exc}); pip install -e '.[bench]'"
+    rows = []
+    records = sum(len(c["turns"]) for c in convs)
+    figures: dict[str, Any] = {"conversations": len(convs), "records": records,
+                               "questions": len(qs)}  # fmt: skip
+    for name, found in results.items():
+        r = {f"recall@{k}": recall(found, qs, k) for k in KS}
+        figures[name] = r
+        label = f"agent-memory {name}" if name in MODES else name
+        rows.append((label, r["recall@5"], r["recall@10"]))
+    common.table(
+        f"LoCoMo retrieval, {len(convs)} conversations, {len(qs)} questions (recall, %)",
+        ["system / mode", "recall@5", "recall@10"],
+        rows,
+    )
+    best_peer = max((figures[p]["recall@10"] for p in ("mem0", "langgraph") if p in figures),
+                    default=None)  # fmt: skip
+    figures["hybrid_minus_best_single_mode_at10"] = figures["hybrid"]["recall@10"] - max(
+        figures["vector"]["recall@10"], figures["lexical"]["recall@10"]
+    )
+    if best_peer is not None:
+        figures["hybrid_minus_best_peer_at10"] = figures["hybrid"]["recall@10"] - best_peer
+    if not_run:
+        figures["not_run"] = not_run
+    common.drop("bench_locomo")
+    return figures

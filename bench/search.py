@@ -1,0 +1,289 @@
+"""``bench search``: memory search latency at 10k and 100k records per agent.
+
+(a) in-process, excluding the query's embedding: the service call
+    (:func:`server.services.search.ranked`: ``SET LOCAL`` of the scan settings,
+    the one search statement, loading the records), next to the raw SQL floor:
+    the same statement run directly with psycopg. Ratio = (a) / floor.
+(b) over HTTP through uvicorn, including the query's embedding: the
+    ``searchMemory`` mutation (the tool, which also records its execution,
+    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
+(c) requests/s of ``searchMemory`` with concurrent clients.
+
+The full run's table holds 1M records (the measured agents and filler agents
+with 10k records each); the quick run's 50k. Records are 15 made-up words drawn
+Zipf-like (so a keyword is as selective as a content word of natural text);
+vectors are blends of two real sentence embeddings of the model, so they have the
+structure real memories have. Queries are five such words and a vector near the
+data. A loaded data set is kept
+in its own database for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+import httpx
+import numpy as np
+import psycopg
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql
+
+from bench import common
+from server.domain.ranking import DEFAULT_PRESET
+from server.domain.visibility import Reader
+from server.services import auth, search, turns
+from server.storage.hybrid import EXACT_BELOW, build_search, scan_settings
+
+SEARCH = """
+mutation($turn: UUID!, $q: String!) {
+  searchMemory(input: {turnId: $turn, query: $q, limit: 10}) {
+    results { score version { id summary } }
+  }
+}"""
+
+
+def plan(quick: bool) -> dict[str, Any]:
+    if quick:
+        return {"name": "bench_search_quick_v2", "agents": [10_000], "total": 50_000,
+                "bases": 200, "queries": 60, "http": 40, "clients": 4, "seconds": 4.0}  # fmt: skip
+    return {"name": "bench_search_full_v2", "agents": [10_000, 100_000], "total": 1_000_000,
+            "bases": 600, "queries": 200, "http": 150, "clients": 8, "seconds": 15.0}  # fmt: skip
+
+
+async def load(p: dict[str, Any]) -> dict[str, Any]:
+    url, existed = common.database(p["name"])
+    db = await common.connect(url)
+    with psycopg.connect(common.dsn(url), autocommit=True) as conn:
+        done = conn.execute("SELECT to_regclass('bench_loaded')").fetchone()[0]  # type: ignore[index]
+        if existed and done:
+            owners = [
+                common.Owner(*row)
+                for row in conn.execute(
+                    "SELECT agent_id, version_id, session_id, turn_id, execution_id"
+                    " FROM bench_loaded ORDER BY position"
+                ).fetchall()
+            ]
+            bases = np.frombuffer(
+                conn.execute("SELECT bases FROM bench_bases").fetchone()[0],  # type: ignore[index]
+                dtype=np.float32,
+            ).reshape(-1, 384)
+            return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": 0.0}
+    started = time.perf_counter()
+    model = common.embedder()
+    texts = common.sentences(p["bases"], seed=1)
+    bases = np.array([v for v, _ in model.encode_now(texts)], dtype=np.float32)
+    vocabulary = common.extra_words(20_000, seed=2)
+    bodies = common.zipf_texts(20_000, words=15, vocabulary=vocabulary, seed=3)
+    sizes = list(p["agents"])
+    filler = p["total"] - sum(sizes)
+    sizes += [10_000] * (filler // 10_000) + ([filler % 10_000] if filler % 10_000 else [])
+    owners = [
+        await common.make_owner(db, namespace=f"bench{i}", config=common.MEMORY_CONFIG)
+        for i in range(len(sizes))
+    ]
+    with psycopg.connect(common.dsn(url), autocommit=True) as conn:
+        common.drop_search_indexes(conn)
+        for i, (owner, size) in enumerate(zip(owners, sizes, strict=True)):
+            vectors, _ = common.blend(bases, size, seed=10 + i)
+            text_of = np.random.default_rng(i).integers(0, len(bodies), size)
+            common.bulk_records(conn, owner, vectors=vectors, texts=bodies, text_of=text_of)
+            if i % 10 == 0:
+                print(f"loaded {i + 1}/{len(sizes)} agents", flush=True)
+        index_s = common.build_search_indexes(conn)
+        conn.execute("CREATE TABLE bench_bases (bases bytea)")
+        conn.execute("INSERT INTO bench_bases VALUES (%s)", (bases.tobytes(),))
+        conn.execute(
+            "CREATE TABLE bench_loaded (position int, agent_id uuid, version_id uuid,"
+            " session_id uuid, turn_id uuid, execution_id uuid)"
+        )
+        for i, o in enumerate(owners):
+            conn.execute(
+                "INSERT INTO bench_loaded VALUES (%s, %s, %s, %s, %s, %s)",
+                (i, o.agent_id, o.version_id, o.session_id, o.turn_id, o.execution_id),
+            )
+    model.close()
+    loaded = time.perf_counter() - started
+    print(f"loaded {p['total']} records in {loaded:.0f} s (indexes {index_s:.0f} s)", flush=True)
+    return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": loaded}
+
+
+def reader_of(owner: common.Owner) -> Reader:
+    return Reader.for_turn(
+        agent_id=owner.agent_id, session_id=owner.session_id, turn_id=owner.turn_id,
+        preview=False, read_scopes=("session", "agent"), write_scopes=("session", "agent"),
+    )  # fmt: skip
+
+
+def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]]]:
+    """Query texts (five words of the records' vocabulary) with vectors near the data."""
+    vocabulary = common.extra_words(20_000, seed=2)
+    texts = common.zipf_texts(n, words=5, vocabulary=vocabulary, seed=seed)
+    vectors, _ = common.blend(bases, n, seed=seed)
+    return [(t, [float(x) for x in v]) for t, v in zip(texts, vectors, strict=True)]
+
+
+async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) -> dict[str, Any]:
+    db = ctx["db"]
+    reader = reader_of(owner)
+    cfg = common.MEMORY_CONFIG["harness"]["memory"]["search"]
+
+    def service(text: str, vector: list[float]) -> Any:
+        async def call() -> None:
+            async with db.session() as s:
+                found = await search.ranked(
+                    s, reader=reader, query=text, vector=vector, mode="hybrid",
+                    min_score=cfg["min_score"], limit=10,
+                )  # fmt: skip
+                assert found
+                await s.rollback()
+
+        return call
+
+    ours = await common.timed([service(t, v) for t, v in qs])
+    source = search.memory_source(reader)
+    conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
+    settings = scan_settings(10, DEFAULT_PRESET)
+    for key, value in settings.items():
+        await conn.execute(f"SET {key} = '{value}'")
+
+    def raw(text: str, vector: list[float]) -> Any:
+        from datetime import UTC, datetime
+
+        stmt = build_search(
+            source=source, text=text, vector=vector, mode="hybrid", min_score=cfg["min_score"],
+            limit=10, now=datetime.now(UTC),
+        )  # fmt: skip
+        compiled = stmt.compile(dialect=postgresql.psycopg.dialect())  # type: ignore[attr-defined]
+        sql = str(compiled)
+        params = {
+            k: "[" + ",".join(map(str, v)) + "]" if isinstance(v, list) else v
+            for k, v in compiled.construct_params().items()
+        }
+
+        async def call() -> None:
+            # not prepared: a generic plan of this statement is worse than a custom one
+            cur = await conn.execute(sql, params, prepare=False)
+            assert await cur.fetchall()
+
+        return call
+
+    floor = await common.timed([raw(t, v) for t, v in qs])
+    probe = search.memory_source(reader).probe
+    assert probe is not None
+    async with db.session() as s:
+        small = await s.scalar(select(func.count()).select_from(probe.subquery()))
+    await conn.close()
+    return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def over_http(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -> dict[str, Any]:
+    db = ctx["db"]
+    async with db.session() as s:
+        issued = await auth.create_principal(
+            s, kind="runtime", name="bench", agent_id=owner.agent_id
+        )
+        open_turns = [
+            (await turns.begin_turn(s, session_id=owner.session_id)).turn.id
+            for _ in range(p["clients"] + 1)
+        ]
+        await s.commit()
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AGENT_MEMORY_DATABASE_URL": ctx["url"].render_as_string(hide_password=False),
+        "AGENT_MEMORY_PORT": str(port),
+        "AGENT_MEMORY_DEV": "0",
+        "AGENT_MEMORY_LOG_LEVEL": "warning",
+        "HF_HUB_OFFLINE": "1",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {issued.token}"}
+    vocabulary = common.extra_words(20_000, seed=2)
+    texts = iter(common.zipf_texts(20_000, words=5, vocabulary=vocabulary, seed=99))
+    try:
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+            for _ in range(120):
+                try:
+                    if (await client.get("/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.5)
+
+            async def one(turn: Any) -> None:
+                body = {"query": SEARCH, "variables": {"turn": str(turn), "q": next(texts)}}
+                r = await client.post("/graphql", json=body)
+                data = r.json()
+                assert r.status_code == 200 and not data.get("errors"), data
+
+            single = await common.timed([lambda: one(open_turns[0])] * p["http"])
+            done = 0
+            stop = time.perf_counter() + p["seconds"]
+
+            async def worker(turn: Any) -> None:
+                nonlocal done
+                while time.perf_counter() < stop:
+                    await one(turn)
+                    done += 1
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker(t) for t in open_turns[1:]))
+            rps = done / (time.perf_counter() - start)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return {"http": single, "rps": rps}
+
+
+async def _run(quick: bool) -> dict[str, Any]:
+    p = plan(quick)
+    ctx = await load(p)
+    figures: dict[str, Any] = {"table_records": p["total"], "load_s": round(ctx["loaded_s"], 1)}
+    rows = []
+    for size, owner in zip(p["agents"], ctx["owners"], strict=False):
+        qs = queries(ctx["bases"], p["queries"], seed=size)
+        a = await in_process(ctx, owner, qs)
+        ratio = a["ours"].p50 / a["floor"].p50
+        rows.append((f"{size:,}", a["path"], a["floor"].p50, a["floor"].p99, a["ours"].p50,
+                     a["ours"].p99, ratio))  # fmt: skip
+        figures[f"a_{size}"] = {
+            "path": a["path"], "floor_p50_ms": a["floor"].p50, "floor_p99_ms": a["floor"].p99,
+            "p50_ms": a["ours"].p50, "p99_ms": a["ours"].p99, "ratio_p50": ratio,
+        }  # fmt: skip
+    common.table(
+        "(a) in-process search, excluding embedding, vs the raw SQL floor (ms)",
+        ["records/agent", "path", "floor p50", "floor p99", "ours p50", "ours p99", "ratio"],
+        rows,
+    )
+    owner = ctx["owners"][len(p["agents"]) - 1]
+    b = await over_http(ctx, owner, p)
+    common.table(
+        f"(b) searchMemory over HTTP incl. embedding; (c) {p['clients']} concurrent clients",
+        ["records/agent", "p50 ms", "p99 ms", "requests/s"],
+        [(f"{p['agents'][-1]:,}", b["http"].p50, b["http"].p99, b["rps"])],
+    )
+    figures["b_http"] = {"records_per_agent": p["agents"][-1], "p50_ms": b["http"].p50,
+                         "p99_ms": b["http"].p99}  # fmt: skip
+    figures["c_rps"] = {"clients": p["clients"], "requests_per_s": b["rps"]}
+    await ctx["db"].dispose()
+    return figures
+
+
+def run(quick: bool) -> dict[str, Any]:
+    return asyncio.run(_run(quick))

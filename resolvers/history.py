@@ -1,0 +1,230 @@
+"""Session history in GraphQL (R60-R64): ``recordEvents`` and ``searchHistory`` for the
+runtime, kept events for dashboards (``Session.history``, ``historyEvent``).
+
+The event vocabulary and what is kept are documented in
+:mod:`server.services.history_record`, :mod:`server.services.history` and
+docs/history.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import Enum
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers.context import Info
+from resolvers.types_history import HistoryEventType, HistoryResultType
+from resolvers.types_turns import ExecutionType, TranscriptEventType
+from server import models
+from server.domain.history import ToolCall
+from server.errors import NotFoundError
+from server.services import history_reads, history_record, history_search, idempotency
+from server.services.memory import CallRef
+
+
+@strawberry.enum(description="What a recorded transcript event is (docs/history.md).")
+class ConversationEventType(Enum):
+    USER_MESSAGE = "USER_MESSAGE"
+    AGENT_MESSAGE = "AGENT_MESSAGE"
+    TOOL_RESULT = "TOOL_RESULT"
+    TOOL_ERROR = "TOOL_ERROR"
+    SKILL_LOAD = "SKILL_LOAD"
+    RETRIEVAL = "RETRIEVAL"
+
+
+@strawberry.input
+class ToolCallInput:
+    id: str = strawberry.field(description="The call's id, unique in the turn.")
+    name: str
+    arguments: JSON | None = None
+
+
+@strawberry.input(description="One event; which fields it takes depends on its type.")
+class ConversationEventInput:
+    type: ConversationEventType
+    text: str | None = strawberry.field(
+        default=None,
+        description="The message, reply, result or error text; a skill's or retrieval's content.",
+    )
+    name: str | None = strawberry.field(
+        default=None, description="SKILL_LOAD: the skill; RETRIEVAL: where it came from."
+    )
+    tool_calls: list[ToolCallInput] | None = strawberry.field(
+        default=None, description="AGENT_MESSAGE: the tool calls the reply made."
+    )
+    tool_call_id: str | None = strawberry.field(
+        default=None, description="TOOL_RESULT, TOOL_ERROR: the call answered."
+    )
+    tool_execution_id: uuid.UUID | None = strawberry.field(
+        default=None,
+        description="TOOL_RESULT, TOOL_ERROR of a native tool call: the execution the "
+        "server recorded for it; its output is the result, so text is left out.",
+    )
+
+
+@strawberry.input
+class RecordEventsInput:
+    turn_id: uuid.UUID
+    events: list[ConversationEventInput]
+    execution_id: uuid.UUID | None = strawberry.field(
+        default=None, description="Whose conversation this is; default: the turn's own."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class SearchHistoryInput:
+    turn_id: uuid.UUID
+    query: str | None = strawberry.field(default=None, description="What to rank parts by.")
+    ids: list[uuid.UUID] | None = strawberry.field(
+        default=None, description="Read these events whole instead of searching."
+    )
+    limit: int | None = strawberry.field(
+        default=None,
+        description=f"At most this many results (default {history_search.DEFAULT_LIMIT}, "
+        f"at most {history_search.MAX_LIMIT}).",
+    )
+    execution_id: uuid.UUID | None = strawberry.field(
+        default=None, description="The calling execution; default: the turn's own."
+    )
+    invocation_id: uuid.UUID | None = strawberry.field(
+        default=None, description="The model call that asked for the tool."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class RecordEventsPayload:
+    events: list[TranscriptEventType]
+
+
+@strawberry.type
+class SearchHistoryPayload:
+    execution: ExecutionType
+    results: list[HistoryResultType]
+
+
+def _tool_calls(value: list[ToolCallInput] | None) -> list[ToolCall] | None:
+    if value is None:
+        return None
+    return [ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in value]
+
+
+def _request(input: Any) -> dict[str, Any]:
+    """The input as plain JSON, for the idempotency key's request hash."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Enum):
+            return value.value
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if hasattr(value, "__dict__") and not isinstance(value, type):
+            return {k: plain(v) for k, v in vars(value).items()}
+        return value
+
+    out = plain(input)
+    out.pop("idempotency_key", None)
+    return dict(out)
+
+
+@strawberry.type
+class HistoryQuery:
+    @strawberry.field(description="A kept history event by id.")
+    async def history_event(self, info: Info, id: uuid.UUID) -> HistoryEventType:
+        row = await info.context.db.get(models.HistoryEvent, id)
+        if row is None:
+            raise NotFoundError(f"no history event with id {id}")
+        details = await history_reads.event_details(info.context.db, [row])
+        return HistoryEventType(row=row, details=details[row.id])
+
+
+@strawberry.type
+class HistoryMutation:
+    @strawberry.mutation(
+        description="Append the turn's conversation to its transcript: messages, replies "
+        "with their tool calls, tool results and errors, skill loads, retrievals."
+    )
+    async def record_events(self, info: Info, input: RecordEventsInput) -> RecordEventsPayload:
+        async def run() -> dict[str, Any]:
+            rows = await history_record.record_events(
+                db,
+                turn_id=input.turn_id,
+                execution_id=input.execution_id,
+                events=[
+                    history_record.EventInput(
+                        type=e.type.value,
+                        text=e.text,
+                        name=e.name,
+                        tool_calls=_tool_calls(e.tool_calls),
+                        tool_call_id=e.tool_call_id,
+                        tool_execution_id=e.tool_execution_id,
+                    )
+                    for e in input.events
+                ],
+            )
+            return {"events": [str(r.id) for r in rows]}
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db,
+                caller=info.context.caller,
+                operation="recordEvents",
+                key=input.idempotency_key,
+                request=_request(input),
+                run=run,
+            )
+        events = []
+        for event_id in result["events"]:
+            row = await db.get(models.TranscriptEvent, uuid.UUID(event_id))
+            if row is not None:
+                events.append(TranscriptEventType(row=row))
+        return RecordEventsPayload(events=events)
+
+    @strawberry.mutation(
+        description="The native search_history tool: rank the session's kept events of "
+        "earlier turns, or read events whole by id (R62-R64)."
+    )
+    async def search_history(self, info: Info, input: SearchHistoryInput) -> SearchHistoryPayload:
+        fresh: list[history_search.HistorySearch] = []
+
+        async def run() -> dict[str, Any]:
+            found = await history_search.search_history(
+                db,
+                info.context.embedder,
+                ref=CallRef(
+                    turn_id=input.turn_id,
+                    caller_execution_id=input.execution_id,
+                    invocation_id=input.invocation_id,
+                ),
+                query=input.query,
+                ids=input.ids,
+                limit=input.limit,
+            )
+            fresh.append(found)
+            return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
+
+        async with info.context.unit() as db:
+            result = await idempotency.once(
+                db,
+                caller=info.context.caller,
+                operation="searchHistory",
+                key=input.idempotency_key,
+                request=_request(input),
+                run=run,
+            )
+        if fresh:  # this call searched: its rows are at hand
+            execution, hits = fresh[0].execution, fresh[0].hits
+        else:  # the first call with this key searched: reload what it returned
+            found_execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
+            assert found_execution is not None
+            execution, hits = found_execution, await history_search.load_hits(db, result["hits"])
+        return SearchHistoryPayload(
+            execution=ExecutionType(row=execution),
+            results=[HistoryResultType(hit=h) for h in hits],
+        )
+
+
+__all__ = ["HistoryMutation", "HistoryQuery"]

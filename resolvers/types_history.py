@@ -1,0 +1,261 @@
+"""Strawberry types of kept session history (R60-R62): events, their parts, the tool
+calls they name, search results, and a session's events as a Relay connection."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import Enum
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers.context import Info
+from resolvers.types import PageInfo
+from resolvers.types_turns import ExecutionType, TranscriptEventType, TurnType
+from server import models
+from server.domain import history as rules
+from server.domain.history import ToolCall
+from server.services import history_reads
+from server.services.history_reads import EventDetails
+from server.services.history_search import HistoryHit
+
+
+@strawberry.enum
+class HistoryRole(Enum):
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+
+
+@strawberry.type(name="ToolCall", description="A tool call an agent reply made.")
+class ToolCallType:
+    id: str
+    name: str
+    arguments: JSON
+
+    @classmethod
+    def of(cls, call: ToolCall | None) -> ToolCallType | None:
+        if call is None:
+            return None
+        return cls(id=call.id, name=call.name, arguments=call.arguments)
+
+
+@strawberry.type(name="HistoryPart", description="A searchable piece of a kept event.")
+class HistoryPartType:
+    row: strawberry.Private[models.HistoryPart]
+
+    @strawberry.field
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @strawberry.field(description="1-based position in the event.")
+    def part(self) -> int:
+        return self.row.part
+
+    @strawberry.field
+    def parts(self) -> int:
+        return self.row.parts
+
+    @strawberry.field
+    def text(self) -> str:
+        return self.row.text
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+
+@strawberry.type(name="HistoryEvent", description="An event a committed turn kept (R60).")
+class HistoryEventType:
+    row: strawberry.Private[models.HistoryEvent]
+    details: strawberry.Private[EventDetails]
+
+    @strawberry.field
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @strawberry.field
+    def turn_number(self) -> int:
+        return self.row.turn_number
+
+    @strawberry.field
+    def role(self) -> HistoryRole:
+        return HistoryRole(self.row.role)
+
+    @strawberry.field
+    def tool_name(self) -> str | None:
+        return self.row.tool_name
+
+    @strawberry.field(description="For a tool result or error: the call it answers.")
+    def tool_call_id(self) -> str | None:
+        return self.row.tool_call_id
+
+    @strawberry.field
+    def is_error(self) -> bool:
+        return self.row.is_error
+
+    @strawberry.field
+    def preview(self) -> bool:
+        return self.row.preview
+
+    @strawberry.field(description="The event's position in its turn's transcript.")
+    def sequence(self) -> int:
+        return self.row.sequence
+
+    @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
+    def header(self) -> str:
+        return rules.header(self.row.turn_number, self.row.role, self.row.tool_name)  # type: ignore[arg-type]
+
+    @strawberry.field(description="The event's whole text, as kept.")
+    def text(self) -> str:
+        return self.row.text
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field
+    def parts(self) -> list[HistoryPartType]:
+        return [HistoryPartType(row=p) for p in self.details.parts]
+
+    @strawberry.field(description="For a tool result or error: the call it answers.")
+    def call(self) -> ToolCallType | None:
+        return ToolCallType.of(self.details.call)
+
+    @strawberry.field(description="For an agent reply: the tool calls it made.")
+    def tool_calls(self) -> list[ToolCallType]:
+        return [
+            ToolCallType(id=c.id, name=c.name, arguments=c.arguments)
+            for c in self.details.tool_calls
+        ]
+
+    @strawberry.field
+    def transcript_event(self) -> TranscriptEventType | None:
+        t = self.details.transcript
+        return TranscriptEventType(row=t) if t is not None else None
+
+    @strawberry.field
+    async def execution(self, info: Info) -> ExecutionType | None:
+        if self.row.execution_id is None:
+            return None
+        row = await info.context.loaders.execution.load(self.row.execution_id)
+        return ExecutionType(row=row) if row else None
+
+    @strawberry.field
+    async def turn(self, info: Info) -> TurnType:
+        row = await info.context.loaders.turn.load(self.row.turn_id)
+        assert row is not None
+        return TurnType(row=row)
+
+
+@strawberry.type(name="HistoryResult", description="One search_history result (R62).")
+class HistoryResultType:
+    hit: strawberry.Private[HistoryHit]
+
+    @strawberry.field
+    def event_id(self) -> uuid.UUID:
+        return self.hit.event.id
+
+    @strawberry.field
+    def turn(self) -> int:
+        return self.hit.event.turn_number
+
+    @strawberry.field
+    def role(self) -> HistoryRole:
+        return HistoryRole(self.hit.event.role)
+
+    @strawberry.field
+    def tool_name(self) -> str | None:
+        return self.hit.event.tool_name
+
+    @strawberry.field
+    def is_error(self) -> bool:
+        return self.hit.event.is_error
+
+    @strawberry.field(description="`turn 12, user`, `turn 12, agent` or `turn 12, tool <name>`.")
+    def header(self) -> str:
+        e = self.hit.event
+        return rules.header(e.turn_number, e.role, e.tool_name)  # type: ignore[arg-type]
+
+    @strawberry.field(description="The header line, then the part's (or whole event's) text.")
+    def text(self) -> str:
+        return f"{self.header()}\n{self.hit.text}"
+
+    @strawberry.field(description="Which part this is; null when the event is read whole.")
+    def part(self) -> int | None:
+        return self.hit.part.part if self.hit.part is not None else None
+
+    @strawberry.field(
+        description="How many parts the event has; pass eventId in ids to read it whole."
+    )
+    def parts(self) -> int:
+        return len(self.hit.details.parts) or 1
+
+    @strawberry.field(description="The event's position in its turn's transcript.")
+    def sequence(self) -> int:
+        return self.hit.event.sequence
+
+    @strawberry.field(description="The ranking score; null for events read by id.")
+    def score(self) -> float | None:
+        return self.hit.score
+
+    @strawberry.field(description="For a tool result or error: the call it answers.")
+    def call(self) -> ToolCallType | None:
+        return ToolCallType.of(self.hit.details.call)
+
+    @strawberry.field(description="The execution the event belongs to.")
+    async def execution(self, info: Info) -> ExecutionType | None:
+        if self.hit.event.execution_id is None:
+            return None
+        row = await info.context.loaders.execution.load(self.hit.event.execution_id)
+        return ExecutionType(row=row) if row else None
+
+    @strawberry.field
+    def event(self) -> HistoryEventType:
+        return HistoryEventType(row=self.hit.event, details=self.hit.details)
+
+
+@strawberry.type
+class HistoryEventEdge:
+    cursor: str
+    node: HistoryEventType
+
+
+@strawberry.type
+class HistoryEventConnection:
+    """Kept events, newest first; no total count is given."""
+
+    edges: list[HistoryEventEdge]
+    page_info: PageInfo
+
+
+async def session_history(
+    info: Info,
+    *,
+    session_id: uuid.UUID,
+    first: int,
+    after: str | None,
+    turn_number: int | None,
+) -> HistoryEventConnection:
+    """``Session.history``: a page of kept events with their parts and calls (3 statements)."""
+    db = info.context.db
+    page = await history_reads.list_session_history(
+        db,
+        session_id=session_id,
+        first=first,
+        after=after,
+        turn_number=turn_number,
+        maximum=info.context.settings.max_page_size,
+    )
+    details = await history_reads.event_details(db, [e for _, e in page.items])
+    edges = [
+        HistoryEventEdge(cursor=c, node=HistoryEventType(row=e, details=details[e.id]))
+        for c, e in page.items
+    ]
+    return HistoryEventConnection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
+        ),
+    )

@@ -1,0 +1,222 @@
+"""Session history rules (R60-R64): what a turn keeps, how a kept event is cut into
+parts, the header line a result opens with, and who may search which parts.
+
+Plain Python over plain values; :mod:`server.services.history` applies the
+rules to the database and the tests check the API against them.
+
+- R60 what is kept (:func:`kept_role`): with ``messages``, the incoming user
+  message and each agent reply (its text and the tool calls it made); with
+  ``messages_and_tools``, also the results and errors of the agent's tools.
+  Skill loads and the agent's own retrievals (``RETRIEVAL_TOOLS``, and
+  ``retrieval`` events) are never kept.
+- R62 parts (:func:`token_windows`): a kept event longer than ``PART_TOKENS``
+  word pieces of the embedding model is cut into windows of at most
+  ``PART_TOKENS`` tokens that overlap by about ``PART_OVERLAP`` tokens, cut at
+  whitespace where one is near, so each part fits the model's 256-token input
+  (its [CLS] and [SEP] included) and a sentence that straddles a cut is whole
+  in one of the two parts.
+- R62 the header line (:func:`header`): ``turn 12, user``, ``turn 12, agent``
+  or ``turn 12, tool <name>``.
+- R64 who sees a part (:func:`visible_part`): the same agent and session, a
+  turn numbered before the reader's (a replay of turn N carries N), and a
+  preview part only for a preview reader. An agent without sessions has no
+  history.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from server.domain.config import DEFAULT_MIN_SCORE
+from server.domain.ranking import DEFAULT_PRESET, FusionPreset
+
+Role = Literal["user", "agent", "tool"]
+HistoryIndex = Literal["messages", "messages_and_tools"]
+
+# The embedding model reads at most 256 word pieces, [CLS] and [SEP] included.
+MODEL_MAX_TOKENS = 256
+# A part's size in word pieces, leaving room under MODEL_MAX_TOKENS.
+PART_TOKENS = 200
+# Word pieces two neighbouring parts share, so a sentence cut by the window is
+# whole in one of them.
+PART_OVERLAP = 32
+# How far back a cut may move to land on whitespace instead of inside a word.
+CUT_SLACK = 24
+
+# Ranking (R62): the memory search's fusion preset, and its default least cosine a
+# part found by meaning alone needs (history has no search settings of its own).
+PRESET: FusionPreset = DEFAULT_PRESET
+MIN_SCORE = DEFAULT_MIN_SCORE
+
+# Transcript event types: the runtime's (recordEvents) and the server's own.
+USER_MESSAGE = "message.user"
+AGENT_MESSAGE = "message.agent"
+TOOL_RESULT = "tool.result"
+TOOL_ERROR = "tool.error"
+SKILL_LOAD = "skill.load"
+RETRIEVAL = "retrieval"
+
+# The agent's own retrievals: native tools whose output puts memory or history
+# before the model. Their results and errors are never kept (R60).
+RETRIEVAL_TOOLS = frozenset({"search_memory", "recall", "read_memory", "search_history"})
+
+
+def header(turn_number: int, role: Role, tool_name: str | None = None) -> str:
+    """The line a result opens with: who the event is from (R62)."""
+    if role == "tool":
+        return f"turn {turn_number}, tool {tool_name or 'unknown'}"
+    return f"turn {turn_number}, {role}"
+
+
+def kept_role(event_type: str, tool_name: str | None, *, index: HistoryIndex | None) -> Role | None:
+    """The role an event is kept under, or ``None`` when it is never kept (R60).
+
+    ``index`` ``None`` is history off: nothing is kept.
+    """
+    if index is None:
+        return None
+    if event_type == USER_MESSAGE:
+        return "user"
+    if event_type == AGENT_MESSAGE:
+        return "agent"
+    if event_type in (TOOL_RESULT, TOOL_ERROR):
+        if index != "messages_and_tools" or tool_name in RETRIEVAL_TOOLS:
+            return None
+        return "tool"
+    return None  # skill loads, retrievals, memory.pinned, usage, ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an agent reply."""
+
+    id: str
+    name: str
+    arguments: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> ToolCall:
+        return cls(id=str(value["id"]), name=str(value["name"]), arguments=value.get("arguments"))
+
+
+def compact_json(value: Any) -> str:
+    """JSON on one line, keys sorted, as kept texts show arguments and outputs."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def agent_message_text(text: str | None, calls: Sequence[ToolCall]) -> str:
+    """An agent reply as kept: its text, then one line per tool call it made."""
+    lines = [text] if text else []
+    lines.extend(f"calls {c.name}({compact_json(c.arguments or {})})" for c in calls)
+    return "\n".join(lines)
+
+
+def native_result_text(output: Mapping[str, Any] | None, error: str | None) -> str:
+    """A native tool's result as kept: its error, or one line per record it names."""
+    if error is not None:
+        return error
+    lines = []
+    for key in ("memories", "sources"):
+        for item in (output or {}).get(key, []):
+            kind = item.get("kind", "memory")
+            lines.append(
+                f"{str(item.get('status', '')).lower()} {kind} {item.get('id')}: "
+                f"{item.get('summary', '')}"
+            )
+    return "\n".join(lines) if lines else compact_json(output or {})
+
+
+def token_windows(
+    word_starts: Sequence[bool],
+    *,
+    size: int = PART_TOKENS,
+    overlap: int = PART_OVERLAP,
+    slack: int = CUT_SLACK,
+) -> list[tuple[int, int]]:
+    """Token ranges ``[start, end)`` covering ``len(word_starts)`` tokens.
+
+    ``word_starts[i]`` is true when token ``i`` begins a word (whitespace before
+    it). Each range holds at most ``size`` tokens; each range after the first
+    starts about ``overlap`` tokens before the previous one ends. Cuts move back
+    by at most ``slack`` tokens to fall where a word begins; a word longer than
+    that is cut inside. Always progresses, so the ranges are finite.
+    """
+    if size < 1 or not 0 <= overlap < size or slack < 0:
+        raise ValueError("need size >= 1, 0 <= overlap < size, slack >= 0")
+    n = len(word_starts)
+    if n <= size:
+        return [(0, n)] if n else []
+    slack = min(slack, (size - overlap) // 2)
+    windows: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + size, n)
+        if end < n:
+            end = _snap(word_starts, end, floor=max(end - slack, start + 1))
+        windows.append((start, end))
+        if end >= n:
+            return windows
+        # the next part starts where a word begins, moving forward so that the
+        # overlap never exceeds what was asked
+        at = end - overlap
+        nxt = next((i for i in range(at, min(at + slack, end) + 1) if word_starts[i]), at)
+        start = max(nxt, start + 1)
+
+
+def _snap(word_starts: Sequence[bool], at: int, *, floor: int) -> int:
+    """The nearest index ``<= at`` and ``>= floor`` where a word begins, else ``at``."""
+    i = at
+    while i >= floor:
+        if word_starts[i]:
+            return i
+        i -= 1
+    return at
+
+
+def split_text(text: str, offsets: Sequence[tuple[int, int]], **kw: int) -> list[str]:
+    """``text`` cut into parts by :func:`token_windows` over its tokens' character offsets."""
+    if not offsets:
+        return [text.strip()] if text.strip() else []
+    starts = [i == 0 or offsets[i][0] > offsets[i - 1][1] for i in range(len(offsets))]
+    windows = token_windows(starts, **kw)
+    if len(windows) == 1:
+        return [text.strip()]
+    return [text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryReader:
+    """A turn searching its session's history (R64)."""
+
+    agent_id: uuid.UUID
+    session_id: uuid.UUID | None
+    turn_number: int
+    preview: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartFacts:
+    """What the rule needs to know of a kept part."""
+
+    agent_id: uuid.UUID
+    session_id: uuid.UUID
+    turn_number: int
+    preview: bool
+
+
+def visible_part(reader: HistoryReader, part: PartFacts) -> bool:
+    """The reference filter of R64; the SQL condition must agree with it."""
+    return (
+        reader.session_id is not None
+        and part.agent_id == reader.agent_id
+        and part.session_id == reader.session_id
+        and part.turn_number < reader.turn_number
+        and (reader.preview or not part.preview)
+    )

@@ -1,0 +1,310 @@
+"""Recording a turn's conversation (R60): ``recordEvents``.
+
+The event vocabulary (docs/history.md). The runtime appends,
+to an open turn, what the agent saw and said, in order:
+
+==============  =================  ==============================================
+input type      transcript type    what it carries
+==============  =================  ==============================================
+USER_MESSAGE    ``message.user``   the incoming message, as the agent received it
+AGENT_MESSAGE   ``message.agent``  a reply: its text and the tool calls it made,
+                                   each with an id, a tool name and arguments
+TOOL_RESULT     ``tool.result``    the result of the call ``toolCallId`` names
+TOOL_ERROR      ``tool.error``     the error of the call ``toolCallId`` names
+SKILL_LOAD      ``skill.load``     a skill's instructions loaded into context
+RETRIEVAL       ``retrieval``      memory or history the runtime put before the
+                                   model (a recall): the agent's own retrieval
+==============  =================  ==============================================
+
+A result names a call an earlier reply of the turn made, and takes the tool's
+name from it. A native tool call (``add_memory``, ``search_memory``, ...) is
+recorded by the server as it runs, as a ``tool.result`` or ``tool.error`` of
+its execution; the runtime links it to the model's call with a TOOL_RESULT or
+TOOL_ERROR that names that execution in ``toolExecutionId`` instead of giving
+a text, so that the kept result names its call.
+
+The whole batch is checked before anything is appended; a bad event is a
+BAD_INPUT naming it (``events[2].toolCallId``) and records nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from server.domain import history as rules
+from server.domain.history import ToolCall
+from server.errors import BadInputError, ConflictError
+from server.models import Execution, TranscriptEvent, Turn
+from server.services.turns import open_scope
+
+MAX_EVENTS = 100
+MAX_TEXT = 100_000
+MAX_CALLS = 64
+MAX_CALL_ID = 200
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+# recordEvents input type -> transcript type
+EVENT_TYPES = {
+    "USER_MESSAGE": rules.USER_MESSAGE,
+    "AGENT_MESSAGE": rules.AGENT_MESSAGE,
+    "TOOL_RESULT": rules.TOOL_RESULT,
+    "TOOL_ERROR": rules.TOOL_ERROR,
+    "SKILL_LOAD": rules.SKILL_LOAD,
+    "RETRIEVAL": rules.RETRIEVAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EventInput:
+    """One event as the runtime sends it; ``type`` is a key of ``EVENT_TYPES``."""
+
+    type: str
+    text: str | None = None
+    name: str | None = None
+    tool_calls: Sequence[ToolCall] | None = None
+    tool_call_id: str | None = None
+    tool_execution_id: uuid.UUID | None = None
+
+
+async def record_events(
+    db: AsyncSession,
+    *,
+    turn_id: uuid.UUID,
+    events: Sequence[EventInput],
+    execution_id: uuid.UUID | None = None,
+) -> list[TranscriptEvent]:
+    """Append the runtime's events to an open turn's transcript, in order.
+
+    ``execution_id`` is the execution whose conversation they are (default: the
+    turn's own). The whole batch is checked first; a bad event fails the call
+    and records nothing.
+    """
+    scope = await open_scope(db, turn_id=turn_id, caller_execution_id=execution_id)
+    # serialise recorders of one turn, so call ids stay unique and answered once
+    locked = await db.get(Turn, turn_id, with_for_update=True, populate_existing=True)
+    if locked is None or locked.status != "open":
+        raise ConflictError(f"turn {turn_id} is no longer open")
+    if not 1 <= len(events) <= MAX_EVENTS:
+        raise BadInputError(f"events must hold 1 to {MAX_EVENTS} events", field="events")
+    calls, answered = await _calls_of(db, turn_id)
+    rows: list[dict[str, Any]] = []
+    for i, event in enumerate(events):
+        row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)
+        rows.append({"execution_id": scope.caller.id, **row})
+    last = await db.scalar(
+        update(Turn)
+        .where(Turn.id == turn_id)  # type: ignore[arg-type]
+        .values(event_seq=Turn.event_seq + len(rows))
+        .returning(col(Turn.event_seq))
+    )
+    assert last is not None
+    first = int(last) - len(rows) + 1
+    recorded = [
+        TranscriptEvent(agent_id=scope.turn.agent_id, turn_id=turn_id, sequence=first + i, **row)
+        for i, row in enumerate(rows)
+    ]
+    db.add_all(recorded)
+    await db.flush()
+    return recorded
+
+
+async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, ToolCall], set[str]]:
+    """The tool calls the turn's replies made so far, and what is already answered: call
+    ids, and (as ``execution:<id>``) the native executions already linked to a call."""
+    rows = (
+        await db.execute(
+            select(
+                col(TranscriptEvent.type),
+                col(TranscriptEvent.tool_call_id),
+                col(TranscriptEvent.payload),
+                col(TranscriptEvent.execution_id),
+            )
+            .where(
+                col(TranscriptEvent.turn_id) == turn_id,
+                col(TranscriptEvent.type).in_(
+                    (rules.AGENT_MESSAGE, rules.TOOL_RESULT, rules.TOOL_ERROR)
+                ),
+            )
+            .order_by(col(TranscriptEvent.sequence))
+        )
+    ).all()
+    calls: dict[str, ToolCall] = {}
+    answered: set[str] = set()
+    for type_, call_id, payload, execution_id in rows:
+        if type_ == rules.AGENT_MESSAGE:
+            for raw in payload.get("toolCalls", []):
+                call = ToolCall.from_json(raw)
+                calls[call.id] = call
+        elif call_id is not None:
+            answered.add(call_id)
+            if "execution" in payload:
+                answered.add(f"execution:{execution_id}")
+    return calls, answered
+
+
+def _text(value: str | None, field: str, *, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise BadInputError(f"{field} is required for this event type", field=field)
+        return None
+    if len(value) > MAX_TEXT:
+        raise BadInputError(f"{field} is over {MAX_TEXT} characters", field=field)
+    if "\x00" in value:
+        raise BadInputError(f"{field} must not contain NUL characters", field=field)
+    if required and not value.strip():
+        raise BadInputError(f"{field} must not be blank", field=field)
+    return value
+
+
+def _only(event: EventInput, at: str, allowed: set[str]) -> None:
+    given = {
+        "text": event.text is not None,
+        "name": event.name is not None,
+        "toolCalls": event.tool_calls is not None,
+        "toolCallId": event.tool_call_id is not None,
+        "toolExecutionId": event.tool_execution_id is not None,
+    }
+    for key, present in given.items():
+        if present and key not in allowed:
+            raise BadInputError(f"{at}.{key} is not used by {event.type}", field=f"{at}.{key}")
+
+
+async def _check_event(
+    db: AsyncSession,
+    event: EventInput,
+    at: str,
+    turn: Turn,
+    calls: dict[str, ToolCall],
+    answered: set[str],
+) -> dict[str, Any]:
+    """Validate one event against the turn so far; the transcript row's columns."""
+    if event.type not in EVENT_TYPES:
+        raise BadInputError(
+            f"{at}.type must be one of {', '.join(EVENT_TYPES)}", field=f"{at}.type"
+        )
+    kind = EVENT_TYPES[event.type]
+    if event.type == "USER_MESSAGE":
+        _only(event, at, {"text"})
+        return {"type": kind, "payload": {"text": _text(event.text, f"{at}.text", required=True)}}
+    if event.type == "AGENT_MESSAGE":
+        _only(event, at, {"text", "toolCalls"})
+        text = _text(event.text, f"{at}.text", required=False)
+        made = _check_calls(event.tool_calls or [], f"{at}.toolCalls", calls)
+        if not (text and text.strip()) and not made:
+            raise BadInputError(f"{at} needs a text or tool calls", field=f"{at}.text")
+        return {
+            "type": kind,
+            "payload": {"text": text or "", "toolCalls": [c.to_json() for c in made]},
+        }
+    if event.type in ("SKILL_LOAD", "RETRIEVAL"):
+        _only(event, at, {"text", "name"})
+        name = _name(event.name, f"{at}.name", required=event.type == "SKILL_LOAD")
+        text = _text(event.text, f"{at}.text", required=False)
+        return {"type": kind, "payload": {"name": name, "text": text or ""}}
+    _only(event, at, {"text", "toolCallId", "toolExecutionId"})
+    return await _check_result(db, event, at, kind, turn, calls, answered)
+
+
+def _name(value: str | None, field: str, *, required: bool) -> str | None:
+    if value is None and not required:
+        return None
+    if value is None or not _TOOL_NAME.fullmatch(value):
+        raise BadInputError(f"{field} must be 1 to 128 letters, digits or _ . : -", field=field)
+    return value
+
+
+def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) -> list[ToolCall]:
+    if len(made) > MAX_CALLS:
+        raise BadInputError(f"{at} holds more than {MAX_CALLS} calls", field=at)
+    out = []
+    for j, call in enumerate(made):
+        here = f"{at}[{j}]"
+        if not 0 < len(call.id) <= MAX_CALL_ID or "\x00" in call.id:
+            raise BadInputError(
+                f"{here}.id must be 1 to {MAX_CALL_ID} characters", field=f"{here}.id"
+            )
+        if call.id in calls:
+            raise BadInputError(
+                f"tool call id {call.id!r} is already used in this turn", field=f"{here}.id"
+            )
+        _name(call.name, f"{here}.name", required=True)
+        arguments = {} if call.arguments is None else call.arguments
+        if len(rules.compact_json(arguments)) > MAX_TEXT or "\\u0000" in rules.compact_json(
+            arguments
+        ):
+            raise BadInputError(
+                f"{here}.arguments must be JSON of at most {MAX_TEXT} characters, without NUL",
+                field=f"{here}.arguments",
+            )
+        checked = ToolCall(id=call.id, name=call.name, arguments=arguments)
+        calls[call.id] = checked
+        out.append(checked)
+    return out
+
+
+async def _check_result(
+    db: AsyncSession,
+    event: EventInput,
+    at: str,
+    kind: str,
+    turn: Turn,
+    calls: dict[str, ToolCall],
+    answered: set[str],
+) -> dict[str, Any]:
+    call_id = event.tool_call_id
+    if call_id is None:
+        raise BadInputError(
+            f"{at}.toolCallId is required for {event.type}", field=f"{at}.toolCallId"
+        )
+    call = calls.get(call_id)
+    if call is None:
+        raise BadInputError(
+            f"no tool call {call_id!r} in this turn: record the agent message that made it first",
+            field=f"{at}.toolCallId",
+        )
+    if call_id in answered:
+        raise BadInputError(f"tool call {call_id!r} already has a result", field=f"{at}.toolCallId")
+    answered.add(call_id)
+    columns = {"type": kind, "tool_name": call.name, "tool_call_id": call_id}
+    if event.tool_execution_id is None:
+        text = _text(event.text, f"{at}.text", required=False)
+        if text is None:
+            raise BadInputError(
+                f"{at}.text is required unless toolExecutionId names a native tool call",
+                field=f"{at}.text",
+            )
+        key = "error" if kind == rules.TOOL_ERROR else "text"
+        return {**columns, "payload": {key: text}}
+    if event.text is not None:
+        raise BadInputError(
+            f"{at}.text is taken from the native tool call; leave it out", field=f"{at}.text"
+        )
+    native = await db.get(Execution, event.tool_execution_id)
+    field = f"{at}.toolExecutionId"
+    if native is None or native.turn_id != turn.id or native.kind != "tool":
+        raise BadInputError(
+            f"no native tool call {event.tool_execution_id} in this turn", field=field
+        )
+    if native.name != call.name:
+        raise BadInputError(
+            f"call {call_id!r} is to {call.name}, but execution {native.id} ran {native.name}",
+            field=field,
+        )
+    if f"execution:{native.id}" in answered:
+        raise BadInputError(f"execution {native.id} already answers another call", field=field)
+    answered.add(f"execution:{native.id}")
+    expected = "failed" if kind == rules.TOOL_ERROR else "succeeded"
+    if native.status != expected:
+        other = "TOOL_RESULT" if native.status == "succeeded" else "TOOL_ERROR"
+        raise BadInputError(
+            f"execution {native.id} {native.status}: record it as {other}", field=field
+        )
+    return {**columns, "execution_id": native.id, "payload": {"execution": str(native.id)}}

@@ -1,0 +1,191 @@
+"""Policies, their grants, and the bindings that attach them to a link of a chain (R70).
+
+A policy belongs to a namespace and has a name unique in it. A grant is one
+privilege on one resource pattern (syntax: :mod:`server.domain.grants`). A
+binding attaches a policy to a principal (the client link), to an agent (the
+execution link: every execution of the agent) or to a tool (the tool link,
+for tools running in that namespace's agents). An agent binding must stay in
+the policy's namespace.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
+
+from server.domain.grants import Grant as GrantRule
+from server.errors import BadInputError, ConflictError, NotFoundError
+from server.models import Agent, Grant, Policy, PolicyBinding
+from server.services.auth import find_principal
+
+SUBJECT_TYPES = ("principal", "agent", "tool")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+_TOOL = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyView:
+    """A policy with its grants and bindings, for listings."""
+
+    policy: Policy
+    grants: list[Grant] = field(default_factory=list)
+    bindings: list[PolicyBinding] = field(default_factory=list)
+
+
+def _check_name(value: str, what: str) -> str:
+    if not _NAME.match(value):
+        raise BadInputError(
+            f"{what} must start with a letter and hold only letters, digits, '_' or '-', "
+            f"got {value!r}",
+            field=what,
+        )
+    return value
+
+
+async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
+    """Insert one row in a savepoint; a unique violation is a CONFLICT and changes nothing."""
+    try:
+        async with db.begin_nested():
+            db.add(row)
+            await db.flush()
+    except IntegrityError as exc:
+        raise ConflictError(conflict) from exc
+
+
+async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
+    policy = Policy(namespace=_check_name(namespace, "namespace"), name=_check_name(name, "name"))
+    await _insert(db, policy, f"policy {namespace}/{name} already exists")
+    return policy
+
+
+async def find_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
+    policy: Policy | None = await db.scalar(
+        select(Policy).where(col(Policy.namespace) == namespace, col(Policy.name) == name)
+    )
+    if policy is None:
+        raise NotFoundError(f"no policy {namespace}/{name}", field="policy")
+    return policy
+
+
+async def delete_policy(db: AsyncSession, *, namespace: str, name: str) -> None:
+    """Delete a policy with its grants and bindings."""
+    policy = await find_policy(db, namespace=namespace, name=name)
+    await db.delete(policy)
+    await db.flush()
+
+
+async def add_grant(
+    db: AsyncSession, *, namespace: str, name: str, privilege: str, pattern: str
+) -> Grant:
+    """Grant a privilege on a pattern; the syntax is checked by the pure grant module."""
+    rule = GrantRule.parse(privilege, pattern)
+    policy = await find_policy(db, namespace=namespace, name=name)
+    grant = Grant(policy_id=policy.id, privilege=rule.privilege, pattern=str(rule.pattern))
+    await _insert(db, grant, f"policy {namespace}/{name} already grants {rule}")
+    return grant
+
+
+async def remove_grant(
+    db: AsyncSession, *, namespace: str, name: str, privilege: str, pattern: str
+) -> None:
+    rule = GrantRule.parse(privilege, pattern)
+    policy = await find_policy(db, namespace=namespace, name=name)
+    removed = await db.execute(
+        delete(Grant).where(
+            Grant.policy_id == policy.id,  # type: ignore[arg-type]
+            Grant.privilege == rule.privilege,  # type: ignore[arg-type]
+            Grant.pattern == str(rule.pattern),  # type: ignore[arg-type]
+        )
+    )
+    if removed.rowcount == 0:  # type: ignore[attr-defined]
+        raise NotFoundError(f"policy {namespace}/{name} does not grant {rule}", field="grant")
+
+
+async def _subject(db: AsyncSession, policy: Policy, subject_type: str, subject: str) -> str:
+    """The stored subject: a principal's id, an agent's id, or a tool's name."""
+    if subject_type == "principal":
+        return str((await find_principal(db, ref=subject)).id)
+    if subject_type == "agent":
+        try:
+            agent = await db.get(Agent, uuid.UUID(subject))
+        except ValueError:
+            agent = await db.scalar(
+                select(Agent).where(Agent.namespace == policy.namespace, Agent.name == subject)  # type: ignore[arg-type]
+            )
+        if agent is None:
+            raise NotFoundError(
+                f"no agent {subject} in namespace {policy.namespace}", field="agent"
+            )
+        if agent.namespace != policy.namespace:
+            raise BadInputError(
+                f"agent {agent.namespace}.{agent.name} is not in the policy's namespace "
+                f"{policy.namespace}",
+                field="agent",
+            )
+        return str(agent.id)
+    if subject_type == "tool":
+        if not _TOOL.match(subject):
+            raise BadInputError(f"invalid tool name {subject!r}", field="tool")
+        return subject
+    raise BadInputError(
+        f"subject type must be one of {', '.join(SUBJECT_TYPES)}", field="subjectType"
+    )
+
+
+async def bind(
+    db: AsyncSession, *, namespace: str, name: str, subject_type: str, subject: str
+) -> PolicyBinding:
+    policy = await find_policy(db, namespace=namespace, name=name)
+    stored = await _subject(db, policy, subject_type, subject)
+    binding = PolicyBinding(policy_id=policy.id, subject_type=subject_type, subject=stored)
+    await _insert(
+        db, binding, f"policy {namespace}/{name} is already bound to {subject_type} {subject}"
+    )
+    return binding
+
+
+async def unbind(
+    db: AsyncSession, *, namespace: str, name: str, subject_type: str, subject: str
+) -> None:
+    policy = await find_policy(db, namespace=namespace, name=name)
+    stored = await _subject(db, policy, subject_type, subject)
+    removed = await db.execute(
+        delete(PolicyBinding).where(
+            PolicyBinding.policy_id == policy.id,  # type: ignore[arg-type]
+            PolicyBinding.subject_type == subject_type,  # type: ignore[arg-type]
+            PolicyBinding.subject == stored,  # type: ignore[arg-type]
+        )
+    )
+    if removed.rowcount == 0:  # type: ignore[attr-defined]
+        raise NotFoundError(
+            f"policy {namespace}/{name} is not bound to {subject_type} {subject}", field="subject"
+        )
+
+
+async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> list[PolicyView]:
+    stmt = select(Policy).order_by(col(Policy.namespace), col(Policy.name))
+    if namespace is not None:
+        stmt = stmt.where(Policy.namespace == namespace)  # type: ignore[arg-type]
+    policies = list((await db.scalars(stmt)).all())
+    ids = [p.id for p in policies]
+    views = {p.id: PolicyView(policy=p) for p in policies}
+    if ids:
+        for grant in await db.scalars(
+            select(Grant)
+            .where(col(Grant.policy_id).in_(ids))
+            .order_by(col(Grant.privilege), col(Grant.pattern))
+        ):
+            views[grant.policy_id].grants.append(grant)
+        for binding in await db.scalars(
+            select(PolicyBinding)
+            .where(col(PolicyBinding.policy_id).in_(ids))
+            .order_by(col(PolicyBinding.subject_type), col(PolicyBinding.subject))
+        ):
+            views[binding.policy_id].bindings.append(binding)
+    return list(views.values())

@@ -1,0 +1,290 @@
+"""What a committed turn keeps (R60, R61), its parts (R62), and the commit as one
+transaction: the turn, its memory and its history land together or not at all."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import Any
+
+from sqlalchemy import text
+
+from tests.api.history_scenario import (
+    HISTORY_EVENT,
+    HistoryScenario,
+    agent,
+    history_config,
+    result,
+    user,
+)
+from tests.api.scenario import COMMIT, HELPER, READ
+from tests.conftest import Api
+
+TURN = "query($id: UUID!) { turn(id: $id) { status memories { id } } }"
+MEMORY = "query($id: UUID!) { agentMemory(id: $id) { id status } }"
+
+
+def _kept(nodes: list[dict[str, Any]]) -> list[tuple[str, str | None, bool, str]]:
+    """(role, tool, isError, text) of kept events, in transcript order."""
+    return [
+        (n["role"], n["toolName"], n["isError"], n["text"])
+        for n in sorted(nodes, key=lambda n: (n["turnNumber"], n["sequence"]))
+    ]
+
+
+async def _conversation(s: HistoryScenario, turn: str) -> None:
+    await s.record(
+        turn,
+        user("My account is A-4417"),
+        agent("Looking it up", ("c1", "lookup_account", {"id": "A-4417"})),
+        result("c1", "balance 1200 EUR"),
+        agent(None, ("c2", "lookup_orders", {"id": "A-4417"})),
+        result("c2", "orders service timed out", error=True),
+        {"type": "SKILL_LOAD", "name": "billing", "text": "Billing skill instructions"},
+        {"type": "RETRIEVAL", "name": "recall", "text": "memory: customer prefers email"},
+        agent("Your balance is 1200 EUR"),
+    )
+
+
+async def test_r60_messages_keeps_the_message_and_replies_with_their_calls(api: Api) -> None:
+    """R60 ``messages``: the incoming message and each reply with the tools it called;
+    no tool results or errors, no skill loads, no retrievals."""
+    s = HistoryScenario(api)
+    await s.agent(history_config("messages"))
+    session = await s.session()
+    turn = await s.turn(session)
+    await _conversation(s, turn)
+    await s.commit(turn)
+    nodes = await s.history(session)
+    assert _kept(nodes) == [
+        ("USER", None, False, "My account is A-4417"),
+        ("AGENT", None, False, 'Looking it up\ncalls lookup_account({"id": "A-4417"})'),
+        ("AGENT", None, False, 'calls lookup_orders({"id": "A-4417"})'),
+        ("AGENT", None, False, "Your balance is 1200 EUR"),
+    ]
+    reply = next(n for n in nodes if n["text"].startswith("Looking"))
+    assert reply["toolCalls"] == [
+        {"id": "c1", "name": "lookup_account", "arguments": {"id": "A-4417"}}
+    ]
+    assert reply["header"] == "turn 1, agent"
+    assert reply["execution"]["kind"] == "turn" and reply["turn"]["status"] == "committed"
+    assert reply["transcriptEvent"]["type"] == "message.agent"
+    assert reply["transcriptEvent"]["sequence"] == reply["sequence"]
+
+
+async def test_r60_messages_and_tools_also_keeps_results_and_errors(api: Api) -> None:
+    """R60 ``messages_and_tools``: also the tools' results and errors, each naming its call."""
+    s = HistoryScenario(api)
+    await s.agent(history_config("messages_and_tools"))
+    session = await s.session()
+    turn = await s.turn(session)
+    await _conversation(s, turn)
+    await s.commit(turn)
+    nodes = await s.history(session)
+    assert _kept(nodes) == [
+        ("USER", None, False, "My account is A-4417"),
+        ("AGENT", None, False, 'Looking it up\ncalls lookup_account({"id": "A-4417"})'),
+        ("TOOL", "lookup_account", False, "balance 1200 EUR"),
+        ("AGENT", None, False, 'calls lookup_orders({"id": "A-4417"})'),
+        ("TOOL", "lookup_orders", True, "orders service timed out"),
+        ("AGENT", None, False, "Your balance is 1200 EUR"),
+    ]
+    error = next(n for n in nodes if n["isError"])
+    assert error["header"] == "turn 1, tool lookup_orders"
+    assert error["toolCallId"] == "c2"
+    assert error["call"] == {"id": "c2", "name": "lookup_orders", "arguments": {"id": "A-4417"}}
+
+
+async def test_r60_history_off_keeps_nothing(api: Api) -> None:
+    """R60: without harness.history a committed turn keeps nothing."""
+    s = HistoryScenario(api)
+    await s.agent(history_config(None))
+    session = await s.session()
+    turn = await s.turn(session)
+    await _conversation(s, turn)
+    await s.commit(turn)
+    assert await s.history(session) == []
+
+
+async def test_r60_native_tools_writes_kept_retrievals_never(api: Api) -> None:
+    """R60: a native add_memory/delete_memory result (or refusal) is a kept tool result, linked
+    to its call when the runtime names it; read_memory and search_history are the agent's own
+    retrievals and are never kept, nor is a runtime result of a retrieval tool."""
+    s = HistoryScenario(api)
+    await s.agent(history_config(kinds=["fact"]))
+    session = await s.session()
+    first = await s.committed_turn(session, user("hello"))
+    turn = await s.turn(session)
+    added = await s.add(turn, "Customer lives in Lisbon")
+    record = added["memories"][0]["recordId"]
+    refused = await api.execute(
+        'mutation($t: UUID!) { addMemory(input: {turnId: $t, summary: "x", kind: "nope"}) '
+        "{ execution { id } } }",
+        t=turn,
+    )
+    assert refused.errors and refused.errors[0].extensions["code"] == "NOT_ALLOWED"
+    read = await api.ok(READ, turn=turn, id=record)
+    searched = await s.search(turn, "hello")
+    assert searched["results"] and first
+    deleted = await api.ok(
+        "mutation($t: UUID!, $id: UUID!) { deleteMemory(input: {turnId: $t, id: $id}) "
+        "{ execution { id } } }",
+        t=turn,
+        id=record,
+    )
+    await s.record(
+        turn,
+        agent(
+            None,
+            ("c1", "add_memory", {"summary": "Customer lives in Lisbon"}),
+            ("c2", "read_memory", {"id": record}),
+            ("c3", "search_memory", {"query": "x"}),
+        ),
+        result("c1", execution=added["execution"]["id"]),
+        result("c2", execution=read["readMemory"]["execution"]["id"]),
+        result("c3", "memory: Customer lives in Lisbon"),
+    )
+    await s.commit(turn)
+    kept = [n for n in await s.history(session, turnNumber=2) if n["role"] == "TOOL"]
+    by_tool: dict[str, list[dict[str, Any]]] = {}
+    for n in kept:
+        by_tool.setdefault(n["toolName"], []).append(n)
+    assert sorted(by_tool) == ["add_memory", "delete_memory"]
+    assert len(by_tool["add_memory"]) == 2  # the saved record, linked; and the refusal
+    saved = next(n for n in by_tool["add_memory"] if not n["isError"])
+    assert saved["call"]["id"] == "c1" and saved["execution"]["id"] == added["execution"]["id"]
+    assert "Customer lives in Lisbon" in saved["text"] and record in saved["text"]
+    refusal = next(n for n in by_tool["add_memory"] if n["isError"])
+    assert "kind" in refusal["text"] and refusal["call"] is None
+    (gone,) = by_tool["delete_memory"]
+    assert gone["execution"]["id"] == deleted["deleteMemory"]["execution"]["id"]
+    assert gone["text"].startswith("deleted ")
+
+
+async def test_r60_a_helpers_conversation_is_its_own(api: Api) -> None:
+    """R60: only the agent's own conversation is kept, not a helper's."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    turn = await s.turn(session)
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    await s.record(turn, user("helper task brief"), execution=helper)
+    await s.record(turn, user("agent message"))
+    await s.commit(turn)
+    assert [n["text"] for n in await s.history(session)] == ["agent message"]
+
+
+async def test_r61_only_a_committed_attempt_is_kept(api: Api) -> None:
+    """R61: an open turn keeps nothing yet; a failed or rolled-back attempt never; the retried
+    attempt keeps its own events under the same turn number."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    failed = await s.turn(session)
+    await s.record(failed, user("attempt one says walrus"))
+    assert await s.history(session) == []
+    await api.ok("mutation($t: UUID!) { failTurn(input: {turnId: $t}) { id } }", t=failed)
+    retry = await s.begin(session, retryOf=failed)
+    await s.record(retry["turn"]["id"], user("attempt two says narwhal"))
+    await s.commit(retry["turn"]["id"])
+    rolled = await s.turn(session)
+    await s.record(rolled, user("rolled back says platypus"))
+    await s.rollback(rolled)
+    nodes = await s.history(session)
+    assert [(n["turnNumber"], n["turn"]["attempt"], n["text"]) for n in nodes] == [
+        (1, 2, "attempt two says narwhal")
+    ]
+
+
+async def test_replay_keeps_nothing(api: Api) -> None:
+    """A replay re-runs a turn its original already kept: its own events are not kept."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    original = await s.committed_turn(session, user("the original message"))
+    replay = await s.turn(session, replayOf=original)
+    await s.record(replay, user("the replayed message"))
+    await s.commit(replay)
+    assert [n["text"] for n in await s.history(session)] == ["the original message"]
+
+
+async def test_r62_a_long_event_is_kept_in_overlapping_parts_that_fit_the_model(
+    api: Api,
+) -> None:
+    """R62: a long event is cut into parts of at most 200 word pieces, neighbours sharing a
+    few; together they hold every word of the event, in order."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    words = [f"item{i}" for i in range(700)]
+    long = " ".join(words)
+    await s.committed_turn(session, user(long))
+    (event,) = await s.history(session)
+    parts = event["parts"]
+    assert event["text"] == long
+    assert len(parts) > 3 and [p["part"] for p in parts] == list(range(1, len(parts) + 1))
+    assert {p["parts"] for p in parts} == {len(parts)}
+    tokenizer = api.embedder._model.tokenizer
+    for p in parts:
+        assert len(tokenizer(p["text"], add_special_tokens=False)["input_ids"]) <= 200
+    for a, b in itertools.pairwise(parts):
+        assert 0 < len(set(a["text"].split()) & set(b["text"].split())) < 40
+    seen = [w for p in parts for w in p["text"].split()]
+    assert sorted(set(seen), key=seen.index) == words
+    one = await api.ok(HISTORY_EVENT, id=event["id"])
+    assert one["historyEvent"]["parts"] == parts
+
+
+async def test_r62_a_turns_parts_are_embedded_in_one_batch(api: Api) -> None:
+    """Keeping embeds every part of the turn in one call (one forward pass here)."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    turn = await s.turn(session)
+    tag = uuid.uuid4().hex
+    await s.record(turn, *(user(f"message {i} of batch {tag}") for i in range(20)))
+    before = api.embedder.forward_passes
+    await s.commit(turn)
+    assert api.embedder.forward_passes - before == 1
+    assert len(await s.history(session)) == 20
+
+
+async def test_commit_lands_turn_memory_and_history_together_or_not_at_all(api: Api) -> None:
+    """R12, R61: when keeping the history fails inside the commit (here a real CHECK
+    constraint refuses the part), the commit fails whole: the turn stays open, its memory
+    unpublished, nothing kept. Once the cause is gone, the same commit lands all three."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    turn = await s.turn(session)
+    record = await s.add_id(turn, "The customer prefers phone calls")
+    poison = f"poison{uuid.uuid4().hex}"
+    await s.record(turn, user("first message is fine"), user(f"this one holds {poison}"))
+    constraint = f"history_test_{poison}"
+    assert api.database.engine is not None
+    async with api.database.engine.begin() as conn:
+        await conn.execute(
+            text(
+                f"ALTER TABLE history_parts ADD CONSTRAINT {constraint} "
+                f"CHECK (text NOT LIKE '%{poison}%') NOT VALID"
+            )
+        )
+    try:
+        result_ = await api.execute(COMMIT, turn=turn)
+        assert result_.errors and result_.errors[0].extensions["code"] == "INTERNAL"
+        assert (await api.ok(TURN, id=turn))["turn"]["status"] == "open"
+        _, ext = await api.error(MEMORY, id=record)
+        assert ext["code"] == "NOT_FOUND"  # not published
+        assert await s.history(session) == []
+    finally:
+        async with api.database.engine.begin() as conn:
+            await conn.execute(text(f"ALTER TABLE history_parts DROP CONSTRAINT {constraint}"))
+    await s.commit(turn)
+    assert (await api.ok(TURN, id=turn))["turn"]["status"] == "committed"
+    assert (await api.ok(MEMORY, id=record))["agentMemory"]["status"] == "ACTIVE"
+    kept = await s.history(session)
+    assert sorted(n["toolName"] or n["text"] for n in kept) == [
+        "add_memory",
+        "first message is fine",
+        f"this one holds {poison}",
+    ]

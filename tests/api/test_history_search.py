@@ -1,0 +1,352 @@
+"""searchHistory (R62-R64): results, parts and ids, the call a tool result answers,
+recording (R63), the turn window of a replay, preview isolation, sessions, and refusals."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from server.models import HistoryPart, OutputUse
+from tests.api.history_scenario import (
+    SEARCH,
+    HistoryScenario,
+    agent,
+    history_config,
+    result,
+    user,
+)
+from tests.api.scenario import HELPER
+from tests.conftest import Api
+
+TRANSCRIPT = (
+    "query($id: UUID!) { turn(id: $id) { transcript { sequence type toolName payload "
+    "execution { id } } } }"
+)
+
+
+async def _agent(api: Api, index: str | None = "messages_and_tools") -> tuple[HistoryScenario, str]:
+    s = HistoryScenario(api)
+    await s.agent(history_config(index))
+    return s, await s.session()
+
+
+def _texts(results: list[dict[str, Any]]) -> list[str]:
+    return [r["text"] for r in results]
+
+
+async def test_r62_a_result_is_header_then_text_with_its_execution_and_sequence(
+    api: Api,
+) -> None:
+    """R62: event id, turn, ``turn N, user`` then the text, part/parts, execution, sequence."""
+    s, session = await _agent(api)
+    turn1 = await s.turn(session)
+    (message,) = await s.record(turn1, user("My parcel tracking number is ZX-99812"))
+    await s.commit(turn1)
+    reader = await s.turn(session)
+    (hit,) = [r for r in await s.results(reader, "parcel tracking number") if r["turn"] == 1]
+    assert hit["text"] == "turn 1, user\nMy parcel tracking number is ZX-99812"
+    assert hit["header"] == "turn 1, user" and hit["role"] == "USER"
+    assert (hit["part"], hit["parts"]) == (1, 1)
+    assert hit["sequence"] == message["sequence"]
+    assert hit["execution"] == message["execution"]
+    assert hit["score"] > 0 and hit["call"] is None
+
+
+async def test_r62_a_tool_result_names_the_call_it_answers(api: Api) -> None:
+    """R62: for a tool's result, the call: its id, tool and arguments from the reply."""
+    s, session = await _agent(api)
+    await s.committed_turn(
+        session,
+        user("What is the weather in Porto?"),
+        agent("Checking", ("call-7", "get_weather", {"city": "Porto", "unit": "C"})),
+        result("call-7", "Porto: sunny, 24 degrees"),
+    )
+    reader = await s.turn(session)
+    hits = await s.results(reader, "sunny 24 degrees", limit=10)
+    tool = next(r for r in hits if r["role"] == "TOOL")
+    assert tool["header"] == "turn 1, tool get_weather"
+    assert tool["text"] == "turn 1, tool get_weather\nPorto: sunny, 24 degrees"
+    assert tool["call"] == {
+        "id": "call-7",
+        "name": "get_weather",
+        "arguments": {"city": "Porto", "unit": "C"},
+    }
+    reply = next(n for n in await s.history(session) if n["role"] == "AGENT")
+    assert reply["toolCalls"] == [tool["call"]]
+    assert reply["text"] == 'Checking\ncalls get_weather({"city": "Porto", "unit": "C"})'
+
+
+async def test_r62_a_result_is_one_part_and_ids_reads_the_event_whole(api: Api) -> None:
+    """R62: a long event is found by one part (``part`` of ``parts``); its id in ``ids``
+    returns the whole event, and ids outside the reader's window are left out."""
+    s, session = await _agent(api)
+    filler = " ".join(f"filler{i}" for i in range(400))
+    long = f"{filler} the vault code is kestrel {filler.replace('filler', 'pad')}"
+    await s.committed_turn(session, user(long))
+    other_session = await s.session()
+    await s.committed_turn(other_session, user("the vault code elsewhere is osprey"))
+    (elsewhere,) = await s.history(other_session)
+    reader = await s.turn(session)
+    hit = next(r for r in await s.results(reader, "kestrel vault code") if "kestrel" in r["text"])
+    assert hit["parts"] > 1 and 1 <= hit["part"] <= hit["parts"]
+    assert hit["text"].startswith("turn 1, user\n") and long not in hit["text"]
+    assert len(hit["event"]["parts"]) == hit["parts"]
+    whole = await s.results(reader, ids=[hit["eventId"], elsewhere["id"], str(uuid.uuid4())])
+    assert len(whole) == 1
+    assert whole[0]["text"] == f"turn 1, user\n{long}"
+    assert (whole[0]["part"], whole[0]["parts"], whole[0]["score"]) == (None, hit["parts"], None)
+
+
+async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
+    """R62: the session's earlier turns only: not the current turn, nor a later turn that
+    committed while the current one was open."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("earlier: the dog is called Biscuit"))
+    reader = await s.turn(session)
+    await s.record(reader, user("current: the dog is called Biscuit"))
+    later = await s.committed_turn(session, user("later: the dog is called Biscuit"))
+    assert later
+    hits = await s.results(reader, "dog called Biscuit", limit=50)
+    assert _texts(hits) == ["turn 1, user\nearlier: the dog is called Biscuit"]
+    fresh = await s.turn(session)
+    assert len(await s.results(fresh, "dog called Biscuit", limit=50)) == 2
+
+
+async def test_r64_a_replay_sees_only_the_turns_before_its_original(api: Api) -> None:
+    """R64: a replay of turn N searches turns before N, though later turns committed since."""
+    s, session = await _agent(api)
+    turns = [
+        await s.committed_turn(session, user(f"turn {n} mentions the heron")) for n in (1, 2, 3)
+    ]
+    replay = await s.turn(session, replayOf=turns[1])
+    hits = await s.results(replay, "heron", limit=50)
+    assert [r["turn"] for r in hits] == [1]
+    replay3 = await s.turn(session, replayOf=turns[2])
+    assert sorted(r["turn"] for r in await s.results(replay3, "heron", limit=50)) == [1, 2]
+
+
+async def test_r64_preview_turns_events_are_searched_by_preview_turns_only(api: Api) -> None:
+    """R64: what a preview turn keeps is searched only by preview turns; a preview turn
+    also sees the live turns' events."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("live says the pelican is blue"))
+    await s.committed_turn(session, user("preview says the pelican is green"), preview=True)
+    live = await s.turn(session)
+    assert _texts(await s.results(live, "pelican", limit=50)) == [
+        "turn 1, user\nlive says the pelican is blue"
+    ]
+    preview = await s.turn(session, preview=True)
+    assert sorted(_texts(await s.results(preview, "pelican", limit=50))) == [
+        "turn 1, user\nlive says the pelican is blue",
+        "turn 2, user\npreview says the pelican is green",
+    ]
+    preview_ids = [n["id"] for n in await s.history(session) if n["preview"]]
+    assert await s.results(live, ids=preview_ids) == []
+
+
+async def test_r64_history_never_crosses_sessions_or_agents(api: Api) -> None:
+    """R64: another session's history, or another agent's, is never found."""
+    s, session = await _agent(api)
+    other = await s.session()
+    await s.committed_turn(other, user("the albatross flies at dawn"))
+    t = HistoryScenario(api)
+    await t.agent(history_config())
+    stranger = await t.session()
+    await t.committed_turn(stranger, user("the albatross flies at dawn"))
+    reader = await s.turn(session)
+    assert await s.results(reader, "albatross flies at dawn", limit=50) == []
+
+
+async def test_r64_an_agent_without_sessions_has_no_history(api: Api) -> None:
+    """R64: a session-less agent's search is refused with a clear NOT_ALLOWED."""
+    s = HistoryScenario(api)
+    await s.agent(history_config(None, read=["agent"], write=["agent"]), sessionless=True)
+    turn = await s.turn(None)
+    message, ext = await s.search_error(turn, "anything")
+    assert ext["code"] == "NOT_ALLOWED" and "without sessions" in message
+
+
+async def test_r60_history_off_refuses_the_search(api: Api) -> None:
+    """R60: without harness.history there is no history to search: NOT_ALLOWED, readable,
+    and the refused call is recorded as a failed search_history execution."""
+    s, session = await _agent(api, None)
+    turn = await s.turn(session)
+    message, ext = await s.search_error(turn, "anything")
+    assert ext["code"] == "NOT_ALLOWED" and "harness.history" in message
+    transcript = (await api.ok(TRANSCRIPT, id=turn))["turn"]["transcript"]
+    assert transcript[-1]["type"] == "tool.error"
+    assert transcript[-1]["toolName"] == "search_history"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({}, "query"),
+        ({"q": "x", "ids": [str(uuid.uuid4())]}, "query"),
+        ({"q": "   "}, "query"),
+        ({"q": "x" * 2001}, "query"),
+        ({"q": "x", "limit": 0}, "limit"),
+        ({"q": "x", "limit": 51}, "limit"),
+        ({"ids": []}, "ids"),
+        ({"ids": [str(uuid.uuid4()) for _ in range(51)]}, "ids"),
+    ],
+)
+async def test_bad_search_input_is_bad_input(api: Api, args: dict[str, Any], field: str) -> None:
+    """Bad arguments: BAD_INPUT naming the field; no result, no output use, no usage."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("hello"))
+    turn = await s.turn(session)
+    _, ext = await api.error(SEARCH, turn=turn, **args)
+    assert (ext["code"], ext["field"]) == ("BAD_INPUT", field)
+    transcript = (await api.ok(TRANSCRIPT, id=turn))["turn"]["transcript"]
+    assert [t["type"] for t in transcript] == ["memory.pinned", "tool.error"]
+
+
+async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embed_usage(
+    api: Api,
+) -> None:
+    """R63: an execution of search_history (input, output listing the events), RETRIEVED
+    output uses of the parts returned, and the query's embedding as embed usage, which no
+    limit counts, in the invocations and in the transcript."""
+    s, session = await _agent(api)
+    await s.committed_turn(
+        session, user("the invoice INV-2231 was paid"), agent("Noted: invoice INV-2231 is paid")
+    )
+    turn = await s.begin(session)
+    found = await s.search(turn["turn"]["id"], "invoice INV-2231", limit=3)
+    execution = found["execution"]
+    assert (execution["kind"], execution["name"], execution["status"]) == (
+        "tool",
+        "search_history",
+        "succeeded",
+    )
+    assert execution["parent"]["id"] == turn["execution"]["id"]
+    assert execution["input"] == {"query": "invoice INV-2231", "ids": None, "limit": 3}
+    listed = execution["output"]["events"]
+    assert [e["event"] for e in listed] == [r["eventId"] for r in found["results"]]
+    assert len(listed) == 2
+    (usage,) = execution["invocations"]
+    assert usage["purpose"] == "embed" and usage["counted"] is False
+    assert usage["inputTokens"] > 0 and usage["model"] == "all-MiniLM-L6-v2"
+    transcript = (await api.ok(TRANSCRIPT, id=turn["turn"]["id"]))["turn"]["transcript"]
+    assert [t["type"] for t in transcript[-2:]] == ["usage", "tool.result"]
+    assert transcript[-2]["payload"]["purpose"] == "embed"
+    assert transcript[-2]["payload"]["counted"] is False
+    assert {t["execution"]["id"] for t in transcript[-2:]} == {execution["id"]}
+    async with api.database.session() as db:
+        uses = (
+            await db.execute(
+                select(OutputUse.kind, OutputUse.rank, HistoryPart.event_id)
+                .join(HistoryPart, HistoryPart.id == OutputUse.history_part_id)
+                .where(OutputUse.execution_id == uuid.UUID(execution["id"]))
+                .order_by(OutputUse.rank)
+            )
+        ).all()
+    assert [(k, r, str(e)) for k, r, e in uses] == [
+        ("RETRIEVED", i, hit["eventId"]) for i, hit in enumerate(found["results"], start=1)
+    ]
+
+
+async def test_r63_reading_ids_records_a_use_per_part_and_no_embedding(api: Api) -> None:
+    """R63: an event read whole by id puts all its parts before the model; no query, no
+    embedding."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user(" ".join(f"word{i}" for i in range(500))))
+    (event,) = await s.history(session)
+    turn = await s.turn(session)
+    found = await s.search(turn, ids=[event["id"]])
+    assert found["execution"]["invocations"] == []
+    async with api.database.session() as db:
+        parts = (
+            await db.scalars(
+                select(OutputUse.history_part_id).where(
+                    OutputUse.execution_id == uuid.UUID(found["execution"]["id"])
+                )
+            )
+        ).all()
+    assert sorted(map(str, parts)) == sorted(p["id"] for p in event["parts"])
+    assert len(parts) > 1
+
+
+async def test_a_helper_may_search_history(api: Api) -> None:
+    """Searching is reading: a helper of the turn may search its session's history."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("the gate code is 4512"))
+    turn = await s.turn(session)
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    found = await s.search(turn, "gate code", execution=helper)
+    assert found["execution"]["parent"]["id"] == helper
+    assert _texts(found["results"]) == ["turn 1, user\nthe gate code is 4512"]
+
+
+async def test_search_history_is_idempotent(api: Api) -> None:
+    """The same key returns the first search; other arguments with it are CONFLICT."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("the meeting is on Friday"))
+    turn = await s.turn(session)
+    first = await s.search(turn, "meeting", key="s1")
+    again = await s.search(turn, "meeting", key="s1")
+    assert again["execution"]["id"] == first["execution"]["id"]
+    assert again["results"] == first["results"]
+    _, ext = await api.error(SEARCH, turn=turn, q="other", key="s1")
+    assert ext["code"] == "CONFLICT"
+
+
+async def test_session_history_pages_newest_first(api: Api) -> None:
+    """Dashboard: a session's kept events, newest first, a page at a time, with turnNumber;
+    ``first`` is required and at most 100."""
+    s, session = await _agent(api)
+    for n in range(3):
+        await s.committed_turn(session, user(f"question {n}"), agent(f"answer {n}"))
+    everything = await s.history(session)
+    assert [(e["turnNumber"], e["text"]) for e in everything] == [
+        (3, "answer 2"),
+        (3, "question 2"),
+        (2, "answer 1"),
+        (2, "question 1"),
+        (1, "answer 0"),
+        (1, "question 0"),
+    ]
+    from tests.api.history_scenario import SESSION_HISTORY
+
+    pages, after = [], None
+    while True:
+        page = (await api.ok(SESSION_HISTORY, session=session, first=4, after=after))["session"][
+            "history"
+        ]
+        pages.append([e["node"]["text"] for e in page["edges"]])
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert pages == [[e["text"] for e in everything[:4]], [e["text"] for e in everything[4:]]]
+    assert [e["text"] for e in await s.history(session, turnNumber=2)] == ["answer 1", "question 1"]
+    for args in ({"first": 0}, {"first": 101}, {"first": 5, "after": "bogus"}):
+        _, ext = await api.error(SESSION_HISTORY, session=session, **args)
+        assert ext["code"] == "BAD_INPUT"
+
+
+async def test_session_history_costs_a_bounded_number_of_statements(api: Api) -> None:
+    """A page of events with their parts, calls, executions and turns: the same statement
+    count for 4 events in 2 turns as for 40."""
+    from tests.api.history_scenario import SESSION_HISTORY
+
+    counts = []
+    for size in (1, 10):
+        s, session = await _agent(api)
+        for turn in range(2):
+            pairs = [(f"c{turn}-{n}", f"r{turn}-{n}") for n in range(size)]
+            await s.committed_turn(
+                session,
+                agent(None, *((c, "lookup", {"n": c}) for c, _ in pairs)),
+                *(result(c, r) for c, r in pairs),
+            )
+        with api.count_statements():
+            data = await api.ok(SESSION_HISTORY, session=session, first=100)
+        edges = data["session"]["history"]["edges"]
+        assert len(edges) == 2 * (size + 1)
+        assert all(e["node"]["call"] for e in edges if e["node"]["role"] == "TOOL")
+        counts.append(api.statements)
+    assert counts[0] == counts[1]

@@ -1,0 +1,149 @@
+"""``agent-memory token …`` and ``agent-memory policy …`` against the test database."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import URL
+
+from server.cli import main
+from server.database import Database
+from server.errors import UnauthenticatedError
+from server.services import auth
+from server.settings import Settings
+
+
+@pytest.fixture
+def cli_env(database_url: URL, monkeypatch: pytest.MonkeyPatch) -> URL:
+    monkeypatch.setenv(
+        "AGENT_MEMORY_DATABASE_URL", database_url.render_as_string(hide_password=False)
+    )
+    return database_url
+
+
+def _authenticate(url: URL, token: str) -> str:
+    async def run() -> str:
+        database = Database(Settings(), url=url)
+        await database.connect()
+        try:
+            async with database.session() as db:
+                return (await auth.authenticate(db, token=token)).kind
+        finally:
+            await database.dispose()
+
+    return asyncio.run(run())
+
+
+def test_token_create_prints_the_token_once_and_list_shows_only_its_prefix(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "token",
+                "create",
+                "--kind",
+                "client",
+                "--name",
+                "cli dashboard",
+                "--expires-in",
+                "30d",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    token = capsys.readouterr().out.strip()
+    assert token.startswith(auth.TOKEN_MARK)
+    assert _authenticate(cli_env, token) == "client"
+    assert main(["token", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert token[: auth.PREFIX_LENGTH] in listing
+    assert token not in listing
+    assert main(["token", "revoke", token[: auth.PREFIX_LENGTH]]) == 0
+    assert "revoked" in capsys.readouterr().out
+    with pytest.raises(UnauthenticatedError):
+        _authenticate(cli_env, token)
+
+
+def test_token_create_refuses_a_runtime_bound_to_nothing(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["token", "create", "--kind", "runtime", "--name", "rt"]) == 1
+    assert "BAD_INPUT" in capsys.readouterr().err
+
+
+def test_policy_commands_create_grant_bind_list_revoke(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = f"ns{uuid.uuid4().hex[:8]}"
+    assert main(["token", "create", "--kind", "client", "--name", "dash", "--quiet"]) == 0
+    prefix = capsys.readouterr().out.strip()[: auth.PREFIX_LENGTH]
+    assert main(["policy", "create", ns, "readers"]) == 0
+    assert main(["policy", "grant", ns, "readers", "SELECT", f"{ns}.AgentMemory.indexes.*"]) == 0
+    assert main(["policy", "grant", ns, "readers", "SELECT", f"{ns}.AgentMemory.document"]) == 0
+    assert main(["policy", "bind", ns, "readers", "--principal", prefix]) == 0
+    assert main(["policy", "bind", ns, "readers", "--tool", "export"]) == 0
+    capsys.readouterr()
+    assert main(["policy", "list", "--namespace", ns]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[0] == f"{ns}/readers"
+    assert f"  grant SELECT {ns}.AgentMemory.document" in listing
+    assert f"  grant SELECT {ns}.AgentMemory.indexes.*" in listing
+    assert "  bound to tool export" in listing
+    assert sum(line.startswith("  bound to principal ") for line in listing) == 1
+    assert main(["policy", "revoke", ns, "readers", "SELECT", f"{ns}.AgentMemory.document"]) == 0
+    assert main(["policy", "unbind", ns, "readers", "--tool", "export"]) == 0
+    capsys.readouterr()
+    assert main(["policy", "list", "--namespace", ns]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert f"  grant SELECT {ns}.AgentMemory.document" not in listing
+    assert "  bound to tool export" not in listing
+    assert main(["policy", "delete", ns, "readers"]) == 0
+    capsys.readouterr()
+    assert main(["policy", "list", "--namespace", ns]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_policy_grant_with_a_bad_pattern_fails_with_the_pattern_named(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = f"ns{uuid.uuid4().hex[:8]}"
+    assert main(["policy", "create", ns, "p"]) == 0
+    assert main(["policy", "grant", ns, "p", "SELECT", f"{ns}.Agent*"]) == 1
+    err = capsys.readouterr().err
+    assert "BAD_INPUT" in err and f"{ns}.Agent*" in err
+
+
+@pytest.fixture
+def fresh_url(database_url: URL) -> Iterator[URL]:
+    """A migrated database of its own, with no principal at all."""
+    import psycopg
+
+    from server import migrate
+
+    name = f"agent_memory_dev_{uuid.uuid4().hex[:8]}"
+    admin = database_url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = database_url.set(database=name)
+    migrate.upgrade(url)
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_dev_mode_first_start_prints_an_admin_token_once(
+    fresh_url: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.cli_auth import print_dev_admin_token
+
+    print_dev_admin_token(fresh_url)
+    printed = capsys.readouterr().out
+    token = next(w for w in printed.split() if w.startswith(auth.TOKEN_MARK))
+    assert _authenticate(fresh_url, token) == "admin"
+    print_dev_admin_token(fresh_url)
+    assert auth.TOKEN_MARK not in capsys.readouterr().out

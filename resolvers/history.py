@@ -176,6 +176,7 @@ class HistoryMutation:
                 request=_request(input),
                 run=run,
             )
+        await db.connection()  # as in searchHistory: before fields resolve concurrently
         events = []
         for event_id in result["events"]:
             row = await db.get(models.TranscriptEvent, uuid.UUID(event_id))
@@ -188,8 +189,6 @@ class HistoryMutation:
         "earlier turns, or read events whole by id (R62-R64)."
     )
     async def search_history(self, info: Info, input: SearchHistoryInput) -> SearchHistoryPayload:
-        fresh: list[history_search.HistorySearch] = []
-
         async def run() -> dict[str, Any]:
             found = await history_search.search_history(
                 db,
@@ -203,7 +202,6 @@ class HistoryMutation:
                 ids=input.ids,
                 limit=input.limit,
             )
-            fresh.append(found)
             return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
 
         async with info.context.unit() as db:
@@ -215,12 +213,12 @@ class HistoryMutation:
                 request=_request(input),
                 run=run,
             )
-        if fresh:  # this call searched: its rows are at hand
-            execution, hits = fresh[0].execution, fresh[0].hits
-        else:  # the first call with this key searched: reload what it returned
-            found_execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
-            assert found_execution is not None
-            execution, hits = found_execution, await history_search.load_hits(db, result["hits"])
+        # The payload's fields resolve concurrently on this session: hold its connection
+        # first, as two fields may not both open one.
+        await db.connection()
+        execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
+        assert execution is not None
+        hits = await history_search.load_hits(db, result["hits"])
         return SearchHistoryPayload(
             execution=ExecutionType(row=execution),
             results=[HistoryResultType(hit=h) for h in hits],

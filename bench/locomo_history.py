@@ -146,10 +146,17 @@ def _bench_caller() -> Any:
 async def server(name: str) -> AsyncIterator[Server]:
     """A fresh database ``name`` on the benchmarks' server, the model and the schema."""
     from resolvers.schema import build_schema
+    from server.embedding import Embedder
 
     url, _ = common.database(name, fresh=True)
     database = await common.connect(url)
-    model = common.embedder()
+    # the model as the server builds it (server/app.py), with its batch size setting
+    model = Embedder(
+        database.settings.embedding_model,
+        batch_size=database.settings.embedding_batch_size,
+        cache_size=database.settings.embedding_cache_size,
+    )
+    await model.aload()
     try:
         schema = build_schema(settings=database.settings)  # the server's own, limits included
         yield Server(database, model, database.settings, schema, _bench_caller())

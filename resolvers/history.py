@@ -176,13 +176,8 @@ class HistoryMutation:
                 request=_request(input),
                 run=run,
             )
-        await db.connection()  # as in searchHistory: before fields resolve concurrently
-        events = []
-        for event_id in result["events"]:
-            row = await db.get(models.TranscriptEvent, uuid.UUID(event_id))
-            if row is not None:
-                events.append(TranscriptEventType(row=row))
-        return RecordEventsPayload(events=events)
+        rows = await history_reads.transcript_events(db, [uuid.UUID(e) for e in result["events"]])
+        return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
     @strawberry.mutation(
         description="The native search_history tool: rank the session's kept events of "

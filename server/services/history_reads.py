@@ -127,3 +127,10 @@ async def list_session_history(
         ],
         has_next=len(rows) > first,
     )
+
+
+async def transcript_events(db: AsyncSession, ids: Sequence[uuid.UUID]) -> list[TranscriptEvent]:
+    """Transcript events by id, in the order given (one statement)."""
+    rows = await db.scalars(select(TranscriptEvent).where(col(TranscriptEvent.id).in_(ids)))
+    found = {r.id: r for r in rows.all()}
+    return [found[i] for i in ids if i in found]

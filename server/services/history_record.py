@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -107,13 +107,15 @@ async def record_events(
     )
     assert last is not None
     first = int(last) - len(rows) + 1
-    recorded = [
-        TranscriptEvent(agent_id=scope.turn.agent_id, turn_id=turn_id, sequence=first + i, **row)
-        for i, row in enumerate(rows)
-    ]
-    db.add_all(recorded)
-    await db.flush()
-    return recorded
+    inserted = await db.scalars(
+        insert(TranscriptEvent).returning(TranscriptEvent, sort_by_parameter_order=True),
+        [
+            {"id": uuid.uuid4(), "agent_id": scope.turn.agent_id, "turn_id": turn_id,
+             "sequence": first + i, "tool_name": None, "tool_call_id": None, **row}
+            for i, row in enumerate(rows)
+        ],
+    )  # fmt: skip
+    return list(inserted.all())
 
 
 async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, ToolCall], set[str]]:

@@ -47,10 +47,20 @@ from server.domain.grants import (
     memory_read_requirements,
     session_requirements,
 )
+from server.domain.history import AGENT_MESSAGE
+from server.domain.redaction import (
+    MEMORY_TOOLS,
+    argument_spans,
+    calls_of_payload,
+    carries_memory_calls,
+    is_memory_call,
+    mask,
+    mask_window,
+    redact_payload,
+)
 from server.errors import ForbiddenError, UnauthenticatedError
 from server.services.chain import Caller
 
-MEMORY_TOOLS = frozenset({"search_memory", "recall", "add_memory", "read_memory", "delete_memory"})
 _MEMORY_EVENTS = frozenset({"memory.pinned", "retrieval"})
 REDACTED = "redacted: needs SELECT on {ns}.AgentMemory.indexes.* and {ns}.AgentMemory.document"
 
@@ -361,39 +371,86 @@ async def _checked(context: Context, value: Any, targets: list[Any]) -> Any:
 
 
 def _carries_memory(row: Any, field: str) -> bool | None:
-    """Whether this field's value is memory (the memory tools' own input and output);
-    ``None`` when that depends on the kept event a history part belongs to."""
+    """Whether this field's value is memory (the memory tools' own input and output):
+    ``True`` for all of it, ``None`` when it may hold some (an agent reply naming memory
+    calls, or a history part, which depends on its event), ``False`` for none."""
     if isinstance(row, models.Execution) and field in ("input", "output"):
         return row.kind == "tool" and row.name in MEMORY_TOOLS
     if isinstance(row, models.TranscriptEvent) and field == "payload":
-        return row.type in _MEMORY_EVENTS or row.tool_name in MEMORY_TOOLS
+        if row.type in _MEMORY_EVENTS or row.tool_name in MEMORY_TOOLS:
+            return True
+        if row.type == AGENT_MESSAGE and carries_memory_calls(calls_of_payload(row.payload)):
+            return None
+        return False
     if isinstance(row, models.HistoryEvent) and field == "text":
-        return row.tool_name in MEMORY_TOOLS
+        if row.tool_name in MEMORY_TOOLS:
+            return True
+        return None if row.role == "agent" else False
     if isinstance(row, models.HistoryPart) and field == "text":
         return None
     return False
 
 
+async def _memory_note(context: Context, agent_id: uuid.UUID) -> str | None:
+    """``None`` when the caller may read the agent's memory; else what to show instead."""
+    if (await decide(context, Resource.MEMORY, agent_id)).allowed:
+        return None
+    return REDACTED.format(ns=await _namespace(context, agent_id) or "?")
+
+
+async def _reply_of(context: Context, event_id: uuid.UUID) -> tuple[str | None, str, Any] | None:
+    """A kept event's tool name, text and the payload of the agent reply it keeps."""
+    found = await _lookup(
+        context,
+        select(
+            col(models.HistoryEvent.tool_name),
+            col(models.HistoryEvent.text),
+            col(models.TranscriptEvent.payload),
+        )
+        .join(
+            models.TranscriptEvent,
+            col(models.TranscriptEvent.id) == col(models.HistoryEvent.transcript_event_id),
+        )
+        .where(col(models.HistoryEvent.id) == event_id),
+    )
+    return None if found is None else (found[0], found[1], found[2])
+
+
 async def _redacted(context: Context, row: Any, field: str, value: Any) -> Any:
     carries = _carries_memory(row, field)
-    if not carries and carries is not None:
+    if carries is False:
         return value
-    if (await decide(context, Resource.MEMORY, row.agent_id)).allowed:
+    note = await _memory_note(context, row.agent_id)
+    if note is None:
         return value
     if carries is None:
-        event = await _lookup(
-            context,
-            select(col(models.HistoryEvent.tool_name)).where(
-                col(models.HistoryEvent.id) == row.event_id
-            ),
-        )
-        if event is None or event[0] not in MEMORY_TOOLS:
-            return value
-    namespace = await _namespace(context, row.agent_id) or "?"
-    note = REDACTED.format(ns=namespace)
+        return await _masked(context, row, value, note)
     if field == "payload":
         return {"redacted": note}
     return None if field in ("input", "output") else f"[{note}]"
+
+
+async def _masked(context: Context, row: Any, value: Any, note: str) -> Any:
+    """An agent reply's payload or kept text (or a part of it) without the arguments of
+    its memory calls (server/domain/redaction.py)."""
+    if isinstance(row, models.TranscriptEvent):
+        return redact_payload(value, note)
+    event_id = row.id if isinstance(row, models.HistoryEvent) else row.event_id
+    reply = await _reply_of(context, event_id)
+    if reply is None:
+        return f"[{note}]"
+    tool_name, whole, payload = reply
+    if tool_name in MEMORY_TOOLS:
+        return f"[{note}]"
+    spans = argument_spans(whole, calls_of_payload(payload))
+    if isinstance(row, models.HistoryEvent):
+        return mask(value, spans)
+    return mask_window(whole, value, spans)
+
+
+async def _redacted_arguments(context: Context, agent_id: uuid.UUID, value: Any) -> Any:
+    note = await _memory_note(context, agent_id)
+    return value if note is None else {"redacted": note}
 
 
 _PAYLOAD_FIELDS = frozenset({"input", "output", "payload", "text"})
@@ -417,6 +474,11 @@ class AccessGate(SchemaExtension):
                 return _next(root, info, *args, **kwargs)
             return self._runtime_then(_next, root, info, args, kwargs)
         result = _next(root, info, *args, **kwargs)
+        if info.field_name == "arguments" and is_memory_call(getattr(root, "name", None)):
+            agent_id = getattr(root, "agent_id", None)
+            if agent_id is None:  # a call whose agent is unknown is nobody's to read
+                return {"redacted": REDACTED.format(ns="?")}
+            return self._after(result, lambda value: _redacted_arguments(context, agent_id, value))
         row = getattr(root, "row", None)
         if info.field_name in _PAYLOAD_FIELDS and row is not None:
             if _carries_memory(row, info.field_name) is False:

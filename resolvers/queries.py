@@ -7,7 +7,7 @@ import uuid
 import strawberry
 
 from resolvers.context import Info
-from resolvers.permissions import CanListAgents
+from resolvers.permissions import CanListAgents, Resource, decide
 from resolvers.types import AgentType, AgentVersionType, Connection, SessionType
 from resolvers.types_turns import ExecutionType, MemoryRecordType, TurnType
 from server.errors import NotFoundError
@@ -31,13 +31,17 @@ class Query:
         namespace: str | None = None,
         name: str | None = None,
     ) -> AgentType:
-        """An agent by id, or by namespace and name."""
+        """An agent by id, or by namespace and name. A name the caller may not read is
+        answered as a name that does not exist: names are guessable, ids are not."""
         if id is not None:
             return AgentType(row=await _load(info, "agent", id, "agent"))  # type: ignore[arg-type]
         if namespace is None or name is None:
             raise NotFoundError("pass id, or namespace and name")
         row = await reads.agent_by_name(info.context.db, namespace=namespace, name=name)
-        if row is None:
+        if (
+            row is None
+            or not (await decide(info.context, Resource.AGENT, row.id, namespace)).allowed
+        ):
             raise NotFoundError(f"no agent {namespace}.{name}")
         return AgentType(row=row)
 

@@ -32,13 +32,16 @@ class HistoryRole(Enum):
 class ToolCallType:
     id: str
     name: str
-    arguments: JSON
+    arguments: JSON = strawberry.field(
+        description="What the call was given; a memory tool's arguments are memory (R71)."
+    )
+    agent_id: strawberry.Private[uuid.UUID]
 
     @classmethod
-    def of(cls, call: ToolCall | None) -> ToolCallType | None:
+    def of(cls, call: ToolCall | None, agent_id: uuid.UUID) -> ToolCallType | None:
         if call is None:
             return None
-        return cls(id=call.id, name=call.name, arguments=call.arguments)
+        return cls(id=call.id, name=call.name, arguments=call.arguments, agent_id=agent_id)
 
 
 @strawberry.type(name="HistoryPart", description="A searchable piece of a kept event.")
@@ -121,12 +124,12 @@ class HistoryEventType:
 
     @strawberry.field(description="For a tool result or error: the call it answers.")
     def call(self) -> ToolCallType | None:
-        return ToolCallType.of(self.details.call)
+        return ToolCallType.of(self.details.call, self.row.agent_id)
 
     @strawberry.field(description="For an agent reply: the tool calls it made.")
     def tool_calls(self) -> list[ToolCallType]:
         return [
-            ToolCallType(id=c.id, name=c.name, arguments=c.arguments)
+            ToolCallType(id=c.id, name=c.name, arguments=c.arguments, agent_id=self.row.agent_id)
             for c in self.details.tool_calls
         ]
 
@@ -202,7 +205,7 @@ class HistoryResultType:
 
     @strawberry.field(description="For a tool result or error: the call it answers.")
     def call(self) -> ToolCallType | None:
-        return ToolCallType.of(self.hit.details.call)
+        return ToolCallType.of(self.hit.details.call, self.hit.event.agent_id)
 
     @strawberry.field(description="The execution the event belongs to.")
     async def execution(self, info: Info) -> ExecutionType | None:

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import (
 
 from server.embedded import EmbeddedPostgres
 from server.errors import DomainError
+from server.session import SerialSession
 from server.settings import Settings
 
 _log = logging.getLogger(__name__)
@@ -67,7 +68,9 @@ class Database:
             pool_pre_ping=True,
             connect_args={"options": f"-c statement_timeout={self.settings.statement_timeout_ms}"},
         )
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.sessionmaker = async_sessionmaker(
+            self.engine, class_=SerialSession, expire_on_commit=False
+        )
         await self.check()
 
     async def check(self) -> None:

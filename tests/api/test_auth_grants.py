@@ -306,3 +306,17 @@ async def test_unauthenticated_operations_run_nothing(api: Api, world: World) ->
         assert codes(result) == ["UNAUTHENTICATED"]
         assert result.data is None
         assert api.statements <= 1  # at most the token lookup
+
+
+async def test_an_agent_name_the_caller_may_not_read_is_not_found(api: Api, world: World) -> None:
+    """Looking an agent up by name answers a hidden agent exactly as a missing one, so
+    names in other namespaces cannot be probed (R70)."""
+    by_name = "query($ns: String!, $n: String!) { agent(namespace: $ns, name: $n) { id } }"
+    token = await bearer(api, kind="client", grants=(("SELECT", f"{world.ns}.Agent"),))
+    mine = await run_as(api, token, by_name, ns=world.ns, n="agent")
+    assert mine.errors is None and mine.data["agent"]["id"] == world.agent
+    hidden = await run_as(api, token, by_name, ns=world.other_ns, n="agent")
+    missing = await run_as(api, token, by_name, ns=world.other_ns, n="nobody")
+    assert codes(hidden) == codes(missing) == ["NOT_FOUND"]
+    assert hidden.errors[0].message == f"no agent {world.other_ns}.agent"
+    assert missing.errors[0].message == f"no agent {world.other_ns}.nobody"

@@ -123,6 +123,7 @@ async def _fuzz(client: httpx.AsyncClient, token: str, document: str, hidden: li
         assert leak not in response.text, (document, response.text)
     body = response.json()
     codes = sorted({str(e.get("extensions", {}).get("code")) for e in body.get("errors") or []})
+    assert "INTERNAL" not in codes, (document, response.text)
     event(f"{'data' if body.get('data') else 'no data'}; codes {codes}")
     if "FUZZSENTINEL" in response.text:
         event("a sentinel the principal may read came back")

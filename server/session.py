@@ -1,0 +1,83 @@
+"""The session every operation uses: an ``AsyncSession`` that takes one database call
+at a time, however many resolvers share it.
+
+GraphQL resolves sibling fields concurrently (each in a task of its own), and a
+SQLAlchemy session runs one statement at a time: two resolvers awaiting the same
+session at once make it raise "concurrent operations are not permitted". Each
+database method of :class:`SerialSession` holds a lock for the call's own duration,
+never across the caller's other awaits, so nothing waits on a task that waits on it.
+The lock is re-entrant per task, because some methods call others (``scalars`` calls
+``execute``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+
+class _TaskLock:
+    """An asyncio lock the task holding it may take again."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+        self._depth = 0
+
+    async def run(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        task = asyncio.current_task()
+        if task is not None and self._owner is task:
+            self._depth += 1
+            try:
+                return await call()
+            finally:
+                self._depth -= 1
+        async with self._lock:
+            self._owner, self._depth = task, 1
+            try:
+                return await call()
+            finally:
+                self._owner, self._depth = None, 0
+
+
+# The methods that talk to the database (each awaits the connection).
+_SERIALISED = (
+    "execute",
+    "scalar",
+    "scalars",
+    "get",
+    "get_one",
+    "merge",
+    "flush",
+    "refresh",
+    "delete",
+    "commit",
+    "rollback",
+    "connection",
+    "close",
+    "run_sync",
+)
+
+
+class SerialSession(AsyncSession):
+    """An ``AsyncSession`` whose database calls never overlap (see the module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._serial = _TaskLock()
+
+
+def _serialised(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def call(self: SerialSession, *args: Any, **kwargs: Any) -> Any:
+        return await self._serial.run(lambda: method(self, *args, **kwargs))
+
+    return call
+
+
+for _name in _SERIALISED:
+    setattr(SerialSession, _name, _serialised(getattr(AsyncSession, _name)))

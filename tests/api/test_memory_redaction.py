@@ -1,0 +1,127 @@
+"""What an agent reply asked the memory tools is memory (R70, R71): a reader whose chain
+may read the session but not the agent's memory sees the reply's text and its other
+calls, never the arguments of its memory calls, wherever the reply shows them: the
+transcript payload, the kept event's text, each searchable part of it, its tool calls,
+and the call a kept tool result answers. A reader with the memory grant sees all."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from server.domain.history import PART_TOKENS
+from tests.api.history_scenario import (
+    HISTORY_EVENT,
+    SESSION_HISTORY,
+    HistoryScenario,
+    agent,
+    history_config,
+    result,
+)
+from tests.auth_helpers import bearer, run_as
+from tests.conftest import Api
+
+TURN_VIEW = """
+query($t: UUID!) { turn(id: $t) { transcript { type toolName payload } } }"""
+SECRET = "SECRETWORD"
+# long enough that the kept reply is cut into several parts (R62), the memory call's
+# arguments across more than one of them
+LONG = " ".join(f"{SECRET}{i} fact" for i in range(PART_TOKENS))
+
+
+async def _world(api: Api) -> dict[str, Any]:
+    ns = f"red{uuid.uuid4().hex[:8]}"
+    s = HistoryScenario(api)
+    agent_id = await s.agent(history_config(), namespace=ns)
+    session = await s.session()
+    turn = await s.turn(session)
+    added = await s.add(turn, f"{SECRET} the customer lives in Lisbon", content=LONG)
+    events = await s.record(
+        turn,
+        agent(
+            "Noted, and checking the weather.",
+            (
+                "c1",
+                "add_memory",
+                {"summary": f"{SECRET} the customer lives in Lisbon", "content": LONG},
+            ),
+            ("c2", "weather", {"city": "Porto"}),
+        ),
+        result("c1", execution=added["execution"]["id"]),
+        result("c2", "sunny in Porto"),
+    )
+    await s.commit(turn)
+    return {"ns": ns, "agent": agent_id, "session": session, "turn": turn, "reply": events[0]["id"]}
+
+
+@pytest.fixture(scope="module")
+async def world(api: Api) -> dict[str, Any]:
+    return await _world(api)
+
+
+async def _reads(api: Api, token: str, world: dict[str, Any]) -> list[Any]:
+    page = await run_as(api, token, SESSION_HISTORY, session=world["session"], first=50)
+    view = await run_as(api, token, TURN_VIEW, t=world["turn"])
+    assert page.errors is None and view.errors is None, (page.errors, view.errors)
+    events = [e["node"] for e in page.data["session"]["history"]["edges"]]
+    reply = next(e for e in events if e["role"] == "AGENT")
+    one = await run_as(api, token, HISTORY_EVENT, id=reply["id"])
+    assert one.errors is None, one.errors
+    return [events, view.data["turn"]["transcript"], one.data["historyEvent"]]
+
+
+async def test_without_the_memory_grant_memory_call_arguments_are_masked(
+    api: Api, world: dict[str, Any]
+) -> None:
+    ns = world["ns"]
+    token = await bearer(api, kind="client", grants=(("SELECT", f"{ns}.Session"),))
+    events, transcript, reply_alone = await _reads(api, token, world)
+    assert SECRET not in str([events, transcript, reply_alone])
+    reply = next(e for e in events if e["role"] == "AGENT")
+    assert reply == reply_alone
+    assert reply["text"].startswith("Noted, and checking the weather.")
+    assert "calls add_memory([redacted])" in reply["text"]
+    assert 'calls weather({"city": "Porto"})' in reply["text"]
+    assert len(reply["parts"]) > 1  # the arguments spanned several parts, each masked
+    assert all("[redacted]" in p["text"] for p in reply["parts"])
+    assert "Noted" in reply["parts"][0]["text"]
+    calls = {c["name"]: c["arguments"] for c in reply["toolCalls"]}
+    assert "redacted" in calls["add_memory"] and calls["weather"] == {"city": "Porto"}
+    answered = {e["toolName"]: e for e in events if e["role"] == "TOOL"}
+    assert "redacted" in answered["add_memory"]["call"]["arguments"]
+    assert answered["weather"]["call"]["arguments"] == {"city": "Porto"}
+    assert answered["weather"]["text"] == "sunny in Porto"
+    (payload,) = [t["payload"] for t in transcript if t["type"] == "message.agent"]
+    assert payload["text"] == "Noted, and checking the weather."
+    by_name = {c["name"]: c for c in payload["toolCalls"]}
+    assert "redacted" in by_name["add_memory"]["arguments"] and by_name["add_memory"]["id"] == "c1"
+    assert by_name["weather"]["arguments"] == {"city": "Porto"}
+
+
+async def test_with_the_memory_grant_everything_is_shown(api: Api, world: dict[str, Any]) -> None:
+    ns = world["ns"]
+    grants = (
+        ("SELECT", f"{ns}.Session"),
+        ("SELECT", f"{ns}.AgentMemory.indexes.*"),
+        ("SELECT", f"{ns}.AgentMemory.document"),
+    )
+    token = await bearer(api, kind="client", grants=grants)
+    events, transcript, _ = await _reads(api, token, world)
+    reply = next(e for e in events if e["role"] == "AGENT")
+    assert "[redacted]" not in reply["text"] and f"{SECRET}7 fact" in reply["text"]
+    assert all("[redacted]" not in p["text"] for p in reply["parts"])
+    # the parts, their overlaps removed, are the text
+    assert f"{SECRET}{PART_TOKENS - 1} fact" in reply["parts"][-1]["text"]
+    (payload,) = [t["payload"] for t in transcript if t["type"] == "message.agent"]
+    assert {c["name"]: c["arguments"] for c in payload["toolCalls"]}["add_memory"][
+        "content"
+    ] == LONG
+
+
+async def test_the_agent_itself_reads_its_own_calls(api: Api, world: dict[str, Any]) -> None:
+    token = await bearer(api, kind="runtime", agent_id=world["agent"])
+    events, _, _ = await _reads(api, token, world)
+    reply = next(e for e in events if e["role"] == "AGENT")
+    assert LONG in reply["text"]

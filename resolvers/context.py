@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +13,7 @@ from strawberry.types import Info as _Info
 from resolvers.loaders import Loaders
 from server.database import Database
 from server.embedding import Embedder
+from server.services import idempotency
 from server.services.chain import Caller
 from server.settings import Settings
 
@@ -63,6 +64,21 @@ class Context:
         finally:
             if self._loaders is not None:
                 self._loaders.clear()
+
+    async def once(
+        self,
+        operation: str,
+        *,
+        key: str | None,
+        request: dict[str, Any],
+        run: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """One idempotent mutation: ``run`` in a :meth:`unit`, at most once per caller,
+        operation and key; its result is a JSON object of ids to reload."""
+        async with self.unit() as db:
+            return await idempotency.once(
+                db, caller=self.caller, operation=operation, key=key, request=request, run=run
+            )
 
     async def close(self) -> None:
         if self._session is not None:

@@ -21,7 +21,7 @@ from resolvers.types_turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
 from server.errors import NotFoundError
-from server.services import history_reads, history_record, history_search, idempotency
+from server.services import history_reads, history_record, history_search
 from server.services.memory import CallRef
 
 
@@ -167,15 +167,10 @@ class HistoryMutation:
             )
             return {"events": [str(r.id) for r in rows]}
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="recordEvents",
-                key=input.idempotency_key,
-                request=_request(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "recordEvents", key=input.idempotency_key, request=_request(input), run=run
+        )
         rows = await history_reads.transcript_events(db, [uuid.UUID(e) for e in result["events"]])
         return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
@@ -199,15 +194,10 @@ class HistoryMutation:
             )
             return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="searchHistory",
-                key=input.idempotency_key,
-                request=_request(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "searchHistory", key=input.idempotency_key, request=_request(input), run=run
+        )
         # The payload's fields resolve concurrently on this session: hold its connection
         # first, as two fields may not both open one.
         await db.connection()

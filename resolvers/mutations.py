@@ -21,7 +21,7 @@ from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
 from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
 from server import models
 from server.errors import BadInputError
-from server.services import agents, history, idempotency, memory, turns
+from server.services import agents, history, memory, turns
 from server.services.lookup import get
 
 
@@ -245,15 +245,10 @@ class Mutation:
                 ],
             }
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="beginTurn",
-                key=input.idempotency_key,
-                request=_input_dict(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "beginTurn", key=input.idempotency_key, request=_input_dict(input), run=run
+        )
         turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
         execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
         return BeginTurnPayload(
@@ -340,15 +335,10 @@ class Mutation:
                 )
             )
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="addMemory",
-                key=input.idempotency_key,
-                request=_input_dict(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "addMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        )
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
@@ -357,15 +347,10 @@ class Mutation:
         async def run() -> dict[str, Any]:
             return _tool_result(await memory.read_memory(db, ref=_ref(input), record_id=input.id))
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="readMemory",
-                key=input.idempotency_key,
-                request=_input_dict(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "readMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        )
         execution, versions = await _tool_payload(info, result)
         return ReadMemoryPayload(execution=execution, sources=versions)
 
@@ -374,15 +359,10 @@ class Mutation:
         async def run() -> dict[str, Any]:
             return _tool_result(await memory.delete_memory(db, ref=_ref(input), record_id=input.id))
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db,
-                caller=info.context.caller,
-                operation="deleteMemory",
-                key=input.idempotency_key,
-                request=_input_dict(input),
-                run=run,
-            )
+        db = info.context.db
+        result = await info.context.once(
+            "deleteMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        )
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
@@ -402,15 +382,10 @@ async def _close(
         turn = await call(db)
         return {"turn": str(turn.id)}
 
-    async with info.context.unit() as db:
-        result = await idempotency.once(
-            db,
-            caller=info.context.caller,
-            operation=operation,
-            key=input.idempotency_key,
-            request=_input_dict(input),
-            run=run,
-        )
+    db = info.context.db
+    result = await info.context.once(
+        operation, key=input.idempotency_key, request=_input_dict(input), run=run
+    )
     turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)
     return TurnType(row=turn)

@@ -17,7 +17,7 @@ from resolvers.context import Info
 from resolvers.types_turns import ExecutionType, MemoryRecordType, MemoryVersionType
 from server import models
 from server.errors import BadInputError
-from server.services import idempotency, search
+from server.services import search
 from server.services.lookup import get
 from server.services.memory import CallRef
 
@@ -166,11 +166,10 @@ class SearchMutation:
                 "next": found.next_cursor,
             }
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db, caller=info.context.caller, operation="searchMemory",
-                key=input.idempotency_key, request=_request(input), run=run,
-            )  # fmt: skip
+        db = info.context.db
+        result = await info.context.once(
+            "searchMemory", key=input.idempotency_key, request=_request(input), run=run
+        )
         execution = await _execution(info, result["execution"])
         assert execution is not None
         return SearchMemoryPayload(
@@ -197,11 +196,10 @@ class SearchMutation:
                 "text": found.text,
             }
 
-        async with info.context.unit() as db:
-            result = await idempotency.once(
-                db, caller=info.context.caller, operation="recall",
-                key=input.idempotency_key, request=_request(input), run=run,
-            )  # fmt: skip
+        db = info.context.db
+        result = await info.context.once(
+            "recall", key=input.idempotency_key, request=_request(input), run=run
+        )
         return RecallPayload(
             kind=search.RECALL_KIND, notice=search.RECALL_NOTICE, text=result["text"],
             results=await _results(info, result["hits"]),

@@ -25,6 +25,44 @@ if TYPE_CHECKING:
 N = TypeVar("N")
 
 
+def column(
+    attribute: str | None = None,
+    *,
+    description: str | None = None,
+    convert: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A field that shows a column of the wrapped row (``attribute``, or the field's own
+    Python name), as it is or through ``convert``; its GraphQL type is the field's
+    annotation."""
+
+    def resolve(root: Any, info: strawberry.Info) -> Any:
+        value = getattr(root.row, attribute or info.python_name)
+        return value if convert is None else convert(value)
+
+    return strawberry.field(resolver=resolve, description=description)
+
+
+def related(
+    loader: str,
+    attribute: str,
+    wrap: Callable[[Any], Any],
+    *,
+    description: str | None = None,
+) -> Any:
+    """A field that follows the row's ``attribute`` (a key) through the request's
+    dataloader ``loader`` and wraps the row found with ``wrap``; ``None`` where the key
+    is (the field's annotation says whether it may be)."""
+
+    async def resolve(root: Any, info: Info) -> Any:
+        key = getattr(root.row, attribute)
+        if key is None:
+            return None
+        row = await getattr(info.context.loaders, loader).load(key)
+        return None if row is None else wrap(row)
+
+    return strawberry.field(resolver=resolve, description=description)
+
+
 @strawberry.enum
 class Scope(Enum):
     SESSION = "SESSION"
@@ -72,25 +110,11 @@ class Connection(Generic[N]):
 class AgentType:
     row: strawberry.Private[models.Agent]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field
-    def namespace(self) -> str:
-        return self.row.namespace
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.row.name
-
-    @strawberry.field(description="True for an agent that runs without sessions.")
-    def sessionless(self) -> bool:
-        return self.row.sessionless
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    id: uuid.UUID = column()
+    namespace: str = column()
+    name: str = column()
+    sessionless: bool = column(description="True for an agent that runs without sessions.")
+    created_at: datetime = column()
 
     @strawberry.field
     async def versions(self, info: Info) -> list[AgentVersionType]:
@@ -165,17 +189,9 @@ class MemoryRecordFilter:
 class AgentVersionType:
     row: strawberry.Private[models.AgentVersion]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field
-    def number(self) -> int:
-        return self.row.number
-
-    @strawberry.field
-    def label(self) -> str | None:
-        return self.row.label
+    id: uuid.UUID = column()
+    number: int = column()
+    label: str | None = column()
 
     @strawberry.field(description="The configuration as published.")
     def config(self) -> JSON:
@@ -187,9 +203,7 @@ class AgentVersionType:
         assert agent is not None
         return memory_config_to_json(config_of(self.row, agent).memory)  # type: ignore[return-value]
 
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    created_at: datetime = column()
 
     @strawberry.field
     async def agent(self, info: Info) -> AgentType:
@@ -202,17 +216,9 @@ class AgentVersionType:
 class SessionType:
     row: strawberry.Private[models.Session]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field
-    def external_id(self) -> str | None:
-        return self.row.external_id
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    id: uuid.UUID = column()
+    external_id: str | None = column()
+    created_at: datetime = column()
 
     @strawberry.field
     async def agent(self, info: Info) -> AgentType:

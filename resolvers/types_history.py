@@ -11,7 +11,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types import PageInfo
+from resolvers.types import PageInfo, column, related
 from resolvers.types_turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
@@ -48,25 +48,11 @@ class ToolCallType:
 class HistoryPartType:
     row: strawberry.Private[models.HistoryPart]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field(description="1-based position in the event.")
-    def part(self) -> int:
-        return self.row.part
-
-    @strawberry.field
-    def parts(self) -> int:
-        return self.row.parts
-
-    @strawberry.field
-    def text(self) -> str:
-        return self.row.text
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    id: uuid.UUID = column()
+    part: int = column(description="1-based position in the event.")
+    parts: int = column()
+    text: str = column()
+    created_at: datetime = column()
 
 
 @strawberry.type(name="HistoryEvent", description="An event a committed turn kept (R60).")
@@ -74,49 +60,25 @@ class HistoryEventType:
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
+    id: uuid.UUID = column()
+    turn_number: int = column()
+    role: HistoryRole = column(convert=HistoryRole)
+    tool_name: str | None = column()
 
-    @strawberry.field
-    def turn_number(self) -> int:
-        return self.row.turn_number
+    tool_call_id: str | None = column(
+        description="For a tool result or error: the call it answers."
+    )
 
-    @strawberry.field
-    def role(self) -> HistoryRole:
-        return HistoryRole(self.row.role)
-
-    @strawberry.field
-    def tool_name(self) -> str | None:
-        return self.row.tool_name
-
-    @strawberry.field(description="For a tool result or error: the call it answers.")
-    def tool_call_id(self) -> str | None:
-        return self.row.tool_call_id
-
-    @strawberry.field
-    def is_error(self) -> bool:
-        return self.row.is_error
-
-    @strawberry.field
-    def preview(self) -> bool:
-        return self.row.preview
-
-    @strawberry.field(description="The event's position in its turn's transcript.")
-    def sequence(self) -> int:
-        return self.row.sequence
+    is_error: bool = column()
+    preview: bool = column()
+    sequence: int = column(description="The event's position in its turn's transcript.")
 
     @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
     def header(self) -> str:
         return rules.header(self.row.turn_number, self.row.role, self.row.tool_name)  # type: ignore[arg-type]
 
-    @strawberry.field(description="The event's whole text, as kept.")
-    def text(self) -> str:
-        return self.row.text
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    text: str = column(description="The event's whole text, as kept.")
+    created_at: datetime = column()
 
     @strawberry.field
     def parts(self) -> list[HistoryPartType]:
@@ -138,18 +100,11 @@ class HistoryEventType:
         t = self.details.transcript
         return TranscriptEventType(row=t) if t is not None else None
 
-    @strawberry.field
-    async def execution(self, info: Info) -> ExecutionType | None:
-        if self.row.execution_id is None:
-            return None
-        row = await info.context.loaders.execution.load(self.row.execution_id)
-        return ExecutionType(row=row) if row else None
+    execution: ExecutionType | None = related(
+        "execution", "execution_id", lambda r: ExecutionType(row=r)
+    )
 
-    @strawberry.field
-    async def turn(self, info: Info) -> TurnType:
-        row = await info.context.loaders.turn.load(self.row.turn_id)
-        assert row is not None
-        return TurnType(row=row)
+    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
 
 
 @strawberry.type(name="HistoryResult", description="One search_history result (R62).")

@@ -10,7 +10,15 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types import AgentType, AgentVersionType, MemoryStatus, Scope, SessionType
+from resolvers.types import (
+    AgentType,
+    AgentVersionType,
+    MemoryStatus,
+    Scope,
+    SessionType,
+    column,
+    related,
+)
 from server import models
 from server.services import reads
 
@@ -19,64 +27,22 @@ from server.services import reads
 class TurnType:
     row: strawberry.Private[models.Turn]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
+    id: uuid.UUID = column()
+    number: int = column(description="Position in the session; a retry keeps it.")
+    attempt: int = column()
+    status: str = column(description="open, committed, rolled_back or failed.")
+    preview: bool = column()
+    error: str | None = column()
+    created_at: datetime = column()
+    ended_at: datetime | None = column()
+    replay_of: TurnType | None = related("turn", "replay_of_id", lambda r: TurnType(row=r))
+    retry_of: TurnType | None = related("turn", "retry_of_id", lambda r: TurnType(row=r))
+    session: SessionType | None = related("session", "session_id", lambda r: SessionType(row=r))
+    agent: AgentType = related("agent", "agent_id", lambda r: AgentType(row=r))
 
-    @strawberry.field(description="Position in the session; a retry keeps it.")
-    def number(self) -> int:
-        return self.row.number
-
-    @strawberry.field
-    def attempt(self) -> int:
-        return self.row.attempt
-
-    @strawberry.field(description="open, committed, rolled_back or failed.")
-    def status(self) -> str:
-        return self.row.status
-
-    @strawberry.field
-    def preview(self) -> bool:
-        return self.row.preview
-
-    @strawberry.field
-    def error(self) -> str | None:
-        return self.row.error
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
-
-    @strawberry.field
-    def ended_at(self) -> datetime | None:
-        return self.row.ended_at
-
-    @strawberry.field
-    async def replay_of(self, info: Info) -> TurnType | None:
-        return await _turn(info, self.row.replay_of_id)
-
-    @strawberry.field
-    async def retry_of(self, info: Info) -> TurnType | None:
-        return await _turn(info, self.row.retry_of_id)
-
-    @strawberry.field
-    async def session(self, info: Info) -> SessionType | None:
-        if self.row.session_id is None:
-            return None
-        row = await info.context.loaders.session.load(self.row.session_id)
-        return SessionType(row=row) if row else None
-
-    @strawberry.field
-    async def agent(self, info: Info) -> AgentType:
-        row = await info.context.loaders.agent.load(self.row.agent_id)
-        assert row is not None
-        return AgentType(row=row)
-
-    @strawberry.field
-    async def agent_version(self, info: Info) -> AgentVersionType:
-        row = await info.context.loaders.agent_version.load(self.row.agent_version_id)
-        assert row is not None
-        return AgentVersionType(row=row)
+    agent_version: AgentVersionType = related(
+        "agent_version", "agent_version_id", lambda r: AgentVersionType(row=r)
+    )
 
     @strawberry.field(description="Every execution of the turn, oldest first.")
     async def executions(self, info: Info) -> list[ExecutionType]:
@@ -99,59 +65,20 @@ class TurnType:
         return [MemoryRecordType(row=r) for r in rows]
 
 
-async def _turn(info: Info, turn_id: uuid.UUID | None) -> TurnType | None:
-    if turn_id is None:
-        return None
-    row = await info.context.loaders.turn.load(turn_id)
-    return TurnType(row=row) if row else None
-
-
 @strawberry.type(name="Execution")
 class ExecutionType:
     row: strawberry.Private[models.Execution]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field(description="turn, tool, helper or program.")
-    def kind(self) -> str:
-        return self.row.kind
-
-    @strawberry.field(description="The tool's name for a tool execution.")
-    def name(self) -> str:
-        return self.row.name
-
-    @strawberry.field(description="running, succeeded or failed.")
-    def status(self) -> str:
-        return self.row.status
-
-    @strawberry.field
-    def input(self) -> JSON | None:
-        return None if self.row.input is None else JSON(self.row.input)
-
-    @strawberry.field
-    def output(self) -> JSON | None:
-        return None if self.row.output is None else JSON(self.row.output)
-
-    @strawberry.field
-    def error(self) -> str | None:
-        return self.row.error
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
-
-    @strawberry.field
-    def ended_at(self) -> datetime | None:
-        return self.row.ended_at
-
-    @strawberry.field
-    async def parent(self, info: Info) -> ExecutionType | None:
-        if self.row.parent_id is None:
-            return None
-        row = await info.context.loaders.execution.load(self.row.parent_id)
-        return ExecutionType(row=row) if row else None
+    id: uuid.UUID = column()
+    kind: str = column(description="turn, tool, helper or program.")
+    name: str = column(description="The tool's name for a tool execution.")
+    status: str = column(description="running, succeeded or failed.")
+    input: JSON | None = column()
+    output: JSON | None = column()
+    error: str | None = column()
+    created_at: datetime = column()
+    ended_at: datetime | None = column()
+    parent: ExecutionType | None = related("execution", "parent_id", lambda r: ExecutionType(row=r))
 
     @strawberry.field
     async def children(self, info: Info) -> list[ExecutionType]:
@@ -163,181 +90,82 @@ class ExecutionType:
         rows = await info.context.loaders.invocations_of_execution.load(self.row.id)
         return [InvocationType(row=r) for r in rows]
 
-    @strawberry.field
-    async def turn(self, info: Info) -> TurnType:
-        row = await info.context.loaders.turn.load(self.row.turn_id)
-        assert row is not None
-        return TurnType(row=row)
+    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
 
 
 @strawberry.type(name="Invocation")
 class InvocationType:
     row: strawberry.Private[models.Invocation]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field(description="turn, memory or embed.")
-    def purpose(self) -> str:
-        return self.row.purpose
-
-    @strawberry.field
-    def model(self) -> str:
-        return self.row.model
-
-    @strawberry.field
-    def input_tokens(self) -> int:
-        return self.row.input_tokens
-
-    @strawberry.field
-    def output_tokens(self) -> int:
-        return self.row.output_tokens
-
-    @strawberry.field(description="False for usage no limit counts (embed).")
-    def counted(self) -> bool:
-        return self.row.counted
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
-
-    @strawberry.field
-    async def execution(self, info: Info) -> ExecutionType:
-        row = await info.context.loaders.execution.load(self.row.execution_id)
-        assert row is not None
-        return ExecutionType(row=row)
+    id: uuid.UUID = column()
+    purpose: str = column(description="turn, memory or embed.")
+    model: str = column()
+    input_tokens: int = column()
+    output_tokens: int = column()
+    counted: bool = column(description="False for usage no limit counts (embed).")
+    created_at: datetime = column()
+    execution: ExecutionType = related("execution", "execution_id", lambda r: ExecutionType(row=r))
 
 
 @strawberry.type(name="TranscriptEvent")
 class TranscriptEventType:
     row: strawberry.Private[models.TranscriptEvent]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
+    id: uuid.UUID = column()
+    sequence: int = column()
 
-    @strawberry.field
-    def sequence(self) -> int:
-        return self.row.sequence
-
-    @strawberry.field(
+    type: str = column(
         description="message.user, message.agent, tool.call, tool.result, "
         "tool.error, skill.load, memory.pinned, usage, ..."
     )
-    def type(self) -> str:
-        return self.row.type
 
-    @strawberry.field
-    def tool_name(self) -> str | None:
-        return self.row.tool_name
+    tool_name: str | None = column()
+    tool_call_id: str | None = column()
+    payload: JSON = column()
+    created_at: datetime = column()
 
-    @strawberry.field
-    def tool_call_id(self) -> str | None:
-        return self.row.tool_call_id
-
-    @strawberry.field
-    def payload(self) -> JSON:
-        return JSON(self.row.payload)
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
-
-    @strawberry.field
-    async def execution(self, info: Info) -> ExecutionType | None:
-        if self.row.execution_id is None:
-            return None
-        row = await info.context.loaders.execution.load(self.row.execution_id)
-        return ExecutionType(row=row) if row else None
+    execution: ExecutionType | None = related(
+        "execution", "execution_id", lambda r: ExecutionType(row=r)
+    )
 
 
 @strawberry.type(name="Provenance", description="Who wrote a memory version (R25).")
 class ProvenanceType:
     row: strawberry.Private[models.MemoryVersion]
 
-    @strawberry.field
-    async def execution(self, info: Info) -> ExecutionType:
-        row = await info.context.loaders.execution.load(self.row.execution_id)
-        assert row is not None
-        return ExecutionType(row=row)
+    execution: ExecutionType = related("execution", "execution_id", lambda r: ExecutionType(row=r))
 
-    @strawberry.field
-    async def invocation(self, info: Info) -> InvocationType | None:
-        if self.row.invocation_id is None:
-            return None
-        row = await info.context.loaders.invocation.load(self.row.invocation_id)
-        return InvocationType(row=row) if row else None
+    invocation: InvocationType | None = related(
+        "invocation", "invocation_id", lambda r: InvocationType(row=r)
+    )
 
-    @strawberry.field
-    async def agent_version(self, info: Info) -> AgentVersionType:
-        row = await info.context.loaders.agent_version.load(self.row.agent_version_id)
-        assert row is not None
-        return AgentVersionType(row=row)
+    agent_version: AgentVersionType = related(
+        "agent_version", "agent_version_id", lambda r: AgentVersionType(row=r)
+    )
 
-    @strawberry.field
-    async def session(self, info: Info) -> SessionType | None:
-        if self.row.session_id is None:
-            return None
-        row = await info.context.loaders.session.load(self.row.session_id)
-        return SessionType(row=row) if row else None
-
-    @strawberry.field
-    async def turn(self, info: Info) -> TurnType:
-        row = await info.context.loaders.turn.load(self.row.turn_id)
-        assert row is not None
-        return TurnType(row=row)
+    session: SessionType | None = related("session", "session_id", lambda r: SessionType(row=r))
+    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
 
 
 @strawberry.type(name="MemoryVersion")
 class MemoryVersionType:
     row: strawberry.Private[models.MemoryVersion]
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field
-    def record_id(self) -> uuid.UUID:
-        return self.row.record_id
-
-    @strawberry.field
-    def number(self) -> int:
-        return self.row.number
-
-    @strawberry.field
-    def status(self) -> MemoryStatus:
-        return MemoryStatus(self.row.status)
-
-    @strawberry.field
-    def summary(self) -> str:
-        return self.row.summary
-
-    @strawberry.field
-    def content(self) -> str | None:
-        return self.row.content
-
-    @strawberry.field
-    def kind(self) -> str:
-        return self.row.kind
-
-    @strawberry.field
-    def labels(self) -> JSON:
-        return JSON(self.row.labels)
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
+    id: uuid.UUID = column()
+    record_id: uuid.UUID = column()
+    number: int = column()
+    status: MemoryStatus = column(convert=MemoryStatus)
+    summary: str = column()
+    content: str | None = column()
+    kind: str = column()
+    labels: JSON = column()
+    created_at: datetime = column()
 
     @strawberry.field
     def written_by(self) -> ProvenanceType:
         return ProvenanceType(row=self.row)
 
-    @strawberry.field
-    async def record(self, info: Info) -> MemoryRecordType:
-        row = await info.context.loaders.record.load(self.row.record_id)
-        assert row is not None
-        return MemoryRecordType(row=row)
+    record: MemoryRecordType = related("record", "record_id", lambda r: MemoryRecordType(row=r))
 
 
 @strawberry.type(name="MemoryRecord")
@@ -350,37 +178,24 @@ class MemoryRecordType:
     def _staged(self) -> bool:
         return self.row.pending_turn_id is not None
 
-    @strawberry.field
-    def id(self) -> uuid.UUID:
-        return self.row.id
-
-    @strawberry.field
-    def scope(self) -> Scope:
-        return Scope(self.row.scope)
+    id: uuid.UUID = column()
+    scope: Scope = column(convert=Scope)
 
     @strawberry.field
     def status(self) -> MemoryStatus:
         status = self.row.prior_status if self._staged else self.row.status
         return MemoryStatus(status or self.row.status)
 
-    @strawberry.field
-    def preview(self) -> bool:
-        return self.row.preview
+    preview: bool = column()
+    pinned: bool = column()
+    created_at: datetime = column()
 
-    @strawberry.field
-    def pinned(self) -> bool:
-        return self.row.pinned
-
-    @strawberry.field
-    def created_at(self) -> datetime:
-        return self.row.created_at
-
-    @strawberry.field(description="The session that wrote the record.")
-    async def session(self, info: Info) -> SessionType | None:
-        if self.row.session_id is None:
-            return None
-        row = await info.context.loaders.session.load(self.row.session_id)
-        return SessionType(row=row) if row else None
+    session: SessionType | None = related(
+        "session",
+        "session_id",
+        lambda r: SessionType(row=r),
+        description="The session that wrote the record.",
+    )
 
     @strawberry.field(description="The version in force.")
     async def current(self, info: Info) -> MemoryVersionType:
@@ -402,17 +217,16 @@ class MemoryRecordType:
         rows = await info.context.loaders.versions_of_record.load(self.row.id)
         return ProvenanceType(row=rows[0])
 
-    @strawberry.field(description="The record this one corrects.")
-    async def replaces(self, info: Info) -> MemoryRecordType | None:
-        return await _record(info, self.row.replaces_id)
+    replaces: MemoryRecordType | None = related(
+        "record",
+        "replaces_id",
+        lambda r: MemoryRecordType(row=r),
+        description="The record this one corrects.",
+    )
 
     @strawberry.field(description="The record that superseded this one.")
     async def replaced_by(self, info: Info) -> MemoryRecordType | None:
-        return None if self._staged else await _record(info, self.row.replaced_by_id)
-
-
-async def _record(info: Info, record_id: uuid.UUID | None) -> MemoryRecordType | None:
-    if record_id is None:
-        return None
-    row = await info.context.loaders.record.load(record_id)
-    return MemoryRecordType(row=row) if row else None
+        if self._staged or self.row.replaced_by_id is None:
+            return None
+        row = await info.context.loaders.record.load(self.row.replaced_by_id)
+        return MemoryRecordType(row=row) if row else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -61,7 +63,7 @@ def test_a_window_found_twice_hides_what_either_occurrence_would() -> None:
 
 
 def test_a_payload_keeps_everything_but_memory_arguments() -> None:
-    payload = {"text": "hi", "toolCalls": [c.to_json() for c in CALLS]}
+    payload: dict[str, Any] = {"text": "hi", "toolCalls": [c.to_json() for c in CALLS]}
     out = redact_payload(payload, "no grant")
     assert out["text"] == "hi"
     assert [c["arguments"] for c in out["toolCalls"]] == [

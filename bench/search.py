@@ -3,7 +3,8 @@
 (a) in-process, excluding the query's embedding: the service call
     (:func:`server.services.search.ranked`: ``SET LOCAL`` of the scan settings,
     the one search statement, loading the records), next to the raw SQL floor:
-    the same statement run directly with psycopg. Ratio = (a) / floor.
+    the same statement (:func:`server.services.search.ranking_statement`, its text
+    and parameters) run directly with psycopg. Ratio = (a) / floor.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
     RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
@@ -38,7 +39,7 @@ from bench import common
 from server.domain.ranking import DEFAULT_PRESET
 from server.domain.visibility import Reader
 from server.services import auth, search, turns
-from server.storage.hybrid import EXACT_BELOW, build_search, scan_settings
+from server.storage.hybrid import EXACT_BELOW, scan_settings
 
 SEARCH = """
 mutation($turn: UUID!, $q: String!) {
@@ -50,9 +51,9 @@ mutation($turn: UUID!, $q: String!) {
 
 def plan(quick: bool) -> dict[str, Any]:
     if quick:
-        return {"name": "bench_search_quick_v2", "agents": [10_000], "total": 50_000,
+        return {"name": "bench_search_quick_v4", "agents": [10_000], "total": 50_000,
                 "bases": 200, "queries": 60, "http": 40, "clients": 4, "seconds": 4.0}  # fmt: skip
-    return {"name": "bench_search_full_v2", "agents": [10_000, 100_000], "total": 1_000_000,
+    return {"name": "bench_search_full_v4", "agents": [10_000, 100_000], "total": 1_000_000,
             "bases": 600, "queries": 200, "http": 150, "clients": 8, "seconds": 15.0}  # fmt: skip
 
 
@@ -146,24 +147,21 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
         return call
 
     ours = await common.timed([service(t, v) for t, v in qs])
-    source = search.memory_source(reader)
     conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
     settings = scan_settings(10, DEFAULT_PRESET)
     for key, value in settings.items():
         await conn.execute(f"SET {key} = '{value}'")
 
     def raw(text: str, vector: list[float]) -> Any:
-        from datetime import UTC, datetime
-
-        stmt = build_search(
-            source=source, text=text, vector=vector, mode="hybrid", min_score=cfg["min_score"],
-            limit=10, now=datetime.now(UTC),
+        stmt, values = search.ranking_statement(
+            reader, query=text, vector=vector, mode="hybrid", min_score=cfg["min_score"],
+            limit=10,
         )  # fmt: skip
         compiled = stmt.compile(dialect=postgresql.psycopg.dialect())  # type: ignore[attr-defined]
         sql = str(compiled)
         params = {
-            k: "[" + ",".join(map(str, v)) + "]" if isinstance(v, list) else v
-            for k, v in compiled.construct_params().items()
+            k: "[" + ",".join(map(str, v)) + "]" if k == "q" else v
+            for k, v in compiled.construct_params(values).items()
         }
 
         async def call() -> None:

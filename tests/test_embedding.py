@@ -76,3 +76,70 @@ def test_a_missing_model_fails_at_load_without_downloading() -> None:
     model = Embedder("/nonexistent/model/path")
     with pytest.raises(OSError):
         model.load()
+
+
+class _Recording(Embedder):
+    """The real embedder, noting the batches its worker hands the model."""
+
+    def __init__(self, *, batch_size: int, window: int) -> None:
+        super().__init__(batch_size=batch_size, window=window, cache_size=0)
+        self.batches: list[list[str]] = []
+
+    def encode_now(self, texts: list[str]) -> list[tuple[list[float], int]]:
+        self.batches.append(list(texts))
+        return super().encode_now(texts)
+
+
+async def test_a_window_is_encoded_in_length_ordered_batches() -> None:
+    """Queued texts are ordered by length before they are cut into batches, so a batch
+    is padded little; each request still gets its own texts' vectors and tokens."""
+    model = _Recording(batch_size=4, window=16)
+    model.load()
+    try:
+        requests = [
+            [("word " * (3 + (7 * i + 5 * j) % 40)) + f"r{i} t{j}" for j in range(3)]
+            for i in range(5)
+        ]
+        got = await asyncio.gather(*(model.embed(texts) for texts in requests))
+        window = list(model.batches)  # one window: everything was queued at once
+        flat = [t for b in window for t in b]
+        assert sorted(flat) == sorted(t for r in requests for t in r)
+        assert [len(t) for t in flat] == sorted(len(t) for t in flat)
+        assert all(len(b) <= 4 for b in window)
+        for texts, result in zip(requests, got, strict=True):
+            alone = model.encode_now(texts)
+            assert result.tokens == sum(n for _, n in alone)
+            for v, (w, _) in zip(result.vectors, alone, strict=True):
+                assert _cosine(v, w) > 0.999
+    finally:
+        model.close()
+
+
+async def test_a_short_query_is_answered_before_the_long_texts_queued_with_it() -> None:
+    model = Embedder(batch_size=8, cache_size=0)
+    model.load()
+    try:
+        done: list[str] = []
+
+        async def ask(name: str, texts: list[str]) -> None:
+            await model.embed(texts)
+            done.append(name)
+
+        long_texts = [("a long kept message " * 40) + str(i) for i in range(24)]
+        await asyncio.gather(ask("turn", long_texts), ask("query", ["when did we meet?"]))
+        assert done == ["query", "turn"]
+    finally:
+        model.close()
+
+
+def test_token_offsets_are_the_models_word_pieces_untruncated(embedder: Embedder) -> None:
+    """R62 cuts long events by these offsets: spans into the text, no special tokens."""
+    text = "Kept history splits long events. " * 60
+    (spans,) = embedder.token_offsets([text])
+    assert len(spans) > 256  # never truncated
+    assert all(0 <= a < b <= len(text) for a, b in spans)
+    assert [text[a:b] for a, b in spans[:5]] == ["Kept", "history", "splits", "long", "events"]
+    short = "the customer prefers email"
+    (few,) = embedder.token_offsets([short])
+    # what the model reads: the word pieces plus [CLS] and [SEP], at most 256 in all
+    assert embedder.count_tokens([short, text]) == [len(few) + 2, 256]

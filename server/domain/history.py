@@ -17,6 +17,11 @@ rules to the database and the tests check the API against them.
   in one of the two parts.
 - R62 the header line (:func:`header`): ``turn 12, user``, ``turn 12, agent``
   or ``turn 12, tool <name>``.
+- R62 keywords (:func:`keyword_query`): the keyword half of a search leaves out
+  the query's words that more than ``COMMON_WORD_SHARE`` of the session's parts
+  (and more than ``COMMON_WORD_MIN_COUNT``) contain, such as a speaker's name or
+  a word every reply uses: they match nearly every part, so they only drown the
+  words that tell parts apart. The meaning half reads the whole query.
 - R64 who sees a part (:func:`visible_part`): the same agent and session, a
   turn numbered before the reader's (a replay of turn N carries N), and a
   preview part only for a preview reader. An agent without sessions has no
@@ -26,6 +31,7 @@ rules to the database and the tests check the API against them.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +57,20 @@ CUT_SLACK = 24
 # part found by meaning alone needs (history has no search settings of its own).
 PRESET: FusionPreset = DEFAULT_PRESET
 MIN_SCORE = DEFAULT_MIN_SCORE
+
+# Keywords (R62): a query word in more than this share of the parts searched is too
+# common to say which part is meant; the keyword search leaves it out
+# (bench/locomo_history.py: 5% ranks best of 3-12%).
+COMMON_WORD_SHARE = 0.05
+# A word in at most this many parts still narrows the search to a handful: it is kept
+# whatever its share (a short session has no common words).
+COMMON_WORD_MIN_COUNT = 10
+# The most parts read to count the words (the newest are not preferred: any sample
+# of this size estimates the shares), and the most distinct query words counted.
+COMMON_WORD_SAMPLE = 5_000
+COMMON_WORD_CHECKED = 32
+
+_WORD = re.compile(r"\w+(?:'\w+)*")
 
 # Transcript event types: the runtime's (recordEvents) and the server's own.
 USER_MESSAGE = "message.user"
@@ -189,6 +209,35 @@ def split_text(text: str, offsets: Sequence[tuple[int, int]], **kw: int) -> list
     if len(windows) == 1:
         return [text.strip()]
     return [text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows]
+
+
+def query_words(query: str, *, limit: int = COMMON_WORD_CHECKED) -> list[str]:
+    """The distinct words of ``query``, lower-cased, in order, at most ``limit``."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:limit]
+
+
+def keyword_query(
+    query: str,
+    counts: Mapping[str, int | None],
+    parts: int,
+    *,
+    share: float = COMMON_WORD_SHARE,
+    min_count: int = COMMON_WORD_MIN_COUNT,
+) -> str:
+    """The text the keyword search reads for ``query`` (R62).
+
+    ``counts[w]`` is how many of ``parts`` sampled parts hold word ``w`` of
+    :func:`query_words` (``None``: the word has no keyword, a stop word). Words in
+    more than ``share`` of the parts and in more than ``min_count`` parts are left
+    out; the query is returned as is when none is, or when nothing else is left.
+    """
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    floor = max(share * parts, min_count)
+    common = {w for w in words if (n := counts.get(w)) is not None and n > floor}
+    if not common:
+        return query
+    kept = [w for w in words if w not in common and counts.get(w, 0) is not None]
+    return " ".join(kept) if kept else query
 
 
 @dataclass(frozen=True, slots=True)

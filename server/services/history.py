@@ -174,9 +174,7 @@ async def _split(embedder: Embedder, texts: list[str]) -> list[list[str]]:
     """Each text cut into parts that fit the model (token-aware, :mod:`rules`)."""
     if not embedder.loaded:
         await embedder.aload()
-    tokenizer = embedder._model.tokenizer  # the model's own word pieces
-    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return [
-        rules.split_text(text, [tuple(o) for o in offsets])
-        for text, offsets in zip(texts, encoded["offset_mapping"], strict=True)
+        rules.split_text(text, offsets)
+        for text, offsets in zip(texts, embedder.token_offsets(texts), strict=True)
     ]

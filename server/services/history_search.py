@@ -9,9 +9,12 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 
 With a query it ranks the parts the reader may see (:func:`history_condition`,
 R64) by :func:`server.storage.hybrid.hybrid_search` with the memory search's
-fusion preset; each result is one part. With ``ids`` it reads those events
-whole, in the order asked; an id the reader may not see is left out, as an
-unknown one is.
+fusion preset; each result is one part. The keyword half reads the query
+without the words too common in the session to tell its parts apart
+(:func:`keyword_text`, :func:`server.domain.history.keyword_query`), counted on
+the parts the reader may see in one small statement before the search. With
+``ids`` it reads those events whole, in the order asked; an id the reader may
+not see is left out, as an unknown one is.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, func, select
+from sqlalchemy import ColumnElement, and_, bindparam, false, func, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -42,7 +45,7 @@ from server.services.memory import CallRef
 from server.services.search import record_embed
 from server.services.transcript import append_event, start_execution
 from server.services.turns import TurnScope, open_scope
-from server.storage.hybrid import Hit, SearchSource, hybrid_search
+from server.storage.hybrid import Hit, SearchSource, hybrid_search, uses_web_syntax
 
 TOOL = "search_history"
 DEFAULT_LIMIT = 5
@@ -190,6 +193,32 @@ def _check(query: str | None, ids: Sequence[uuid.UUID] | None, limit: int | None
     return the_limit
 
 
+async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -> str:
+    """The text the keyword search reads for ``query`` (R62): the query without its words
+    that too many of the parts ``reader`` may see contain. A query in web-search syntax
+    (phrases, ``OR``, ``-word``) is read as written."""
+    words = rules.query_words(query)
+    if not words or uses_web_syntax(query):
+        return query
+    sample = (
+        select(HistoryPart.search_tsv.label("tsv"))
+        .where(history_condition(reader))
+        .limit(rules.COMMON_WORD_SAMPLE)
+        .cte("sample")
+    )
+    english: ColumnElement[Any] = literal_column("'english'")
+    columns: list[Any] = [func.count().label("parts")]
+    for i, word in enumerate(words):
+        keyword = func.plainto_tsquery(english, bindparam(f"w{i}", word))
+        columns.append(func.count().filter(sample.c.tsv.op("@@")(keyword)).label(f"n{i}"))
+        columns.append(func.numnode(keyword).label(f"k{i}"))
+    row = (await db.execute(select(*columns).select_from(sample))).one()
+    counts = {
+        w: (None if row[2 * i + 2] == 0 else int(row[2 * i + 1])) for i, w in enumerate(words)
+    }
+    return rules.keyword_query(query, counts, int(row[0]))
+
+
 async def rank_parts(
     db: AsyncSession,
     *,
@@ -201,7 +230,9 @@ async def rank_parts(
     min_score: float = rules.MIN_SCORE,
 ) -> list[Hit]:
     """The parts ``reader`` may see, ranked for ``query`` (R62: hybrid, the memory search's
-    preset). Other modes and thresholds are for evaluation (bench/locomo_history.py)."""
+    preset, keywords by :func:`keyword_text`). Other modes and thresholds are for
+    evaluation (bench/locomo_history.py)."""
+    keywords = query if mode == "vector" else await keyword_text(db, reader=reader, query=query)
     return await hybrid_search(
         db,
         source=SearchSource(
@@ -212,7 +243,7 @@ async def rank_parts(
             created_at=HistoryPart.created_at,  # type: ignore[arg-type]
             where=history_condition(reader),
         ),
-        text=query,
+        text=keywords,
         vector=vector,
         mode=mode,
         min_score=min_score,

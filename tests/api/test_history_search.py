@@ -350,3 +350,37 @@ async def test_session_history_costs_a_bounded_number_of_statements(api: Api) ->
         assert all(e["node"]["call"] for e in edges if e["node"]["role"] == "TOOL")
         counts.append(api.statements)
     assert counts[0] == counts[1]
+
+
+async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) -> None:
+    """R62: a word in more than COMMON_WORD_SHARE of the session's parts (here a name in
+    every message) is left out of the keyword search, counted on the parts the reader
+    sees; the search then finds the message the rare words name, in lexical mode too."""
+    from server.domain import history as rules
+    from server.domain.history import HistoryReader
+    from server.services.history_search import keyword_text, rank_parts
+
+    s, session = await _agent(api)
+    chatter = [user(f"Dana: Dana says hello again, Dana is here, note {i}") for i in range(24)]
+    await s.committed_turn(session, *chatter, user("Dana: the spare key is under the flowerpot"))
+    reader_turn = await s.turn(session)
+    reader = HistoryReader(
+        agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session), turn_number=2,
+        preview=False,
+    )  # fmt: skip
+    query = "Where did Dana leave the spare key?"
+    async with api.database.session() as db:
+        assert await keyword_text(db, reader=reader, query=query) == "leave spare key"
+        # a reader before turn 1 sees no parts: nothing is common, the query stays whole
+        early = HistoryReader(reader.agent_id, reader.session_id, 1, False)
+        assert await keyword_text(db, reader=early, query=query) == query
+        # web-search syntax is read as written
+        quoted = '"Dana" key'
+        assert await keyword_text(db, reader=reader, query=quoted) == quoted
+        (top,) = await rank_parts(db, reader=reader, query=query, vector=None, limit=1,
+                                  mode="lexical")  # fmt: skip
+        part = await db.get(HistoryPart, top.key)
+    assert part is not None and part.text == "Dana: the spare key is under the flowerpot"
+    assert rules.COMMON_WORD_MIN_COUNT < 25  # the name is in all 25 parts
+    (hit, *_) = await s.results(reader_turn, query)
+    assert hit["text"].endswith("the spare key is under the flowerpot")

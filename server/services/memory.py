@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -308,19 +308,63 @@ async def _check_pin_budget(
     record_id: uuid.UUID,
     dropping: uuid.UUID | None,
 ) -> None:
+    """R31 under concurrency: the pinned list this turn's readers will see must fit, with
+    the pins other open turns have staged counted as if they commit (each holds its share
+    of the budget until its turn ends). Checks of one agent take turns (an advisory lock
+    held to the end of this transaction), so two turns pinning at once cannot both take
+    the last room."""
     max_tokens = scope.config.memory.pinned_max_tokens
     if max_tokens is None:
         raise NotAllowedError(
             "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
         )
+    await db.execute(select(func.pg_advisory_xact_lock(_pin_lock_key(scope.turn.agent_id))))
     lines = [
         e.line for e in await pinned_entries(db, reader=scope.reader) if e.record_id != dropping
     ]
+    lines.extend(await _reserved_pins(db, scope))
     needed = estimate_tokens([*lines, pinned_line(summary, record_id)])
     if needed > max_tokens:
         raise NotAllowedError(
             over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
         )
+
+
+def _pin_lock_key(agent_id: uuid.UUID) -> int:
+    """The agent's advisory lock key for pin checks (a signed 64-bit number)."""
+    return int.from_bytes(agent_id.bytes[:8], "big", signed=True)
+
+
+async def _reserved_pins(db: AsyncSession, scope: TurnScope) -> list[str]:
+    """Lines of the pinned records other open turns have written and not yet committed
+    that this turn's readers would list once they commit: same agent, a scope the reader
+    reads (its own session's, for session scope), preview ones only for a preview reader.
+    A pin another turn is replacing still counts: the reservation errs on the full side."""
+    reader = scope.reader
+    r = MemoryRecord
+    readable: list[ColumnElement[bool]] = []
+    if "agent" in reader.read_scopes:
+        readable.append(col(r.scope) == "AGENT")
+    if "session" in reader.read_scopes and reader.session_id is not None:
+        readable.append(and_(col(r.scope) == "SESSION", col(r.session_id) == reader.session_id))
+    if not readable:
+        return []
+    conds = [
+        col(r.agent_id) == scope.turn.agent_id,
+        col(r.committed).is_(False),
+        col(r.pinned).is_(True),
+        col(r.turn_id) != scope.turn.id,
+        or_(*readable),
+    ]
+    if not reader.preview:
+        conds.append(col(r.preview).is_(False))
+    rows = await db.execute(
+        select(col(r.id), col(MemoryVersion.summary))
+        .join(MemoryVersion, col(MemoryVersion.id) == col(r.current_version_id))
+        .where(*conds)
+        .order_by(col(r.seq))
+    )
+    return [pinned_line(summary, record_id) for record_id, summary in rows.all()]
 
 
 async def add_memory(

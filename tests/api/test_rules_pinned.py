@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -273,3 +274,55 @@ async def test_r31_unpinned_records_do_not_count(api: Api) -> None:
     await s.commit(turn)
     assert [r["id"] for r in await records(api, s.agent_id)] == [record]
     assert (await s.begin(session))["pinned"] == []
+
+
+async def test_r31_a_pin_another_open_turn_staged_holds_its_share_of_the_budget(api: Api) -> None:
+    """R31 with R12: two open turns of one session cannot together pin past the budget.
+    The first turn's staged pin counts against the second until the first turn ends; once
+    it rolls back, the room is free again."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=25))
+    session = await s.session()
+    first, second = await s.turn(session), await s.turn(session)
+    await s.add_id(first, "Pin of the first turn", pinned=True)
+    _, ext = await api.error(ADD, turn=second, summary="Pin of the second", pinned=True)
+    assert ext["code"] == "NOT_ALLOWED" and ext["field"] == "pinned"
+    await s.rollback(first)
+    added = await s.add_id(second, "Pin of the second", pinned=True)
+    await s.commit(second)
+    assert pins(await s.begin(session)) == [added]
+
+
+async def test_r31_turns_pinning_at_once_never_overfill_the_list(api: Api) -> None:
+    """R31 under concurrency: several turns pin at the same moment where the budget holds
+    one more pin; exactly one is accepted, and after every turn commits the list fits."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=25))
+    session = await s.session()
+    turns = [await s.turn(session) for _ in range(4)]
+    results = await asyncio.gather(
+        *(api.execute(ADD, turn=t, summary=f"Concurrent pin {i}", pinned=True) for i, t in
+          enumerate(turns))
+    )  # fmt: skip
+    codes = sorted("ok" if r.errors is None else r.errors[0].extensions["code"] for r in results)
+    assert codes == ["NOT_ALLOWED", "NOT_ALLOWED", "NOT_ALLOWED", "ok"]
+    for t in turns:
+        await s.commit(t)
+    listed = await s.begin(session)
+    assert len(listed["pinned"]) == 1
+    assert tokens([p["line"] for p in listed["pinned"]]) <= 25
+
+
+async def test_r31_another_sessions_staged_session_pin_reserves_nothing_here(api: Api) -> None:
+    """R31 with R11: a SESSION pin another session's open turn staged would never be
+    listed in this session, so it takes none of this session's budget."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=25))
+    here, there = await s.session(), await s.session()
+    elsewhere = await s.turn(there)
+    await s.add_id(elsewhere, "Pin of session two", pinned=True)
+    turn = await s.turn(here)
+    added = await s.add_id(turn, "Pin of session one", pinned=True)
+    await s.commit(turn)
+    await s.commit(elsewhere)
+    assert pins(await s.begin(here)) == [added]

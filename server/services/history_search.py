@@ -32,19 +32,17 @@ from server.domain import history as rules
 from server.domain.history import HistoryReader
 from server.domain.ranking import Mode
 from server.embedding import Embedder
-from server.errors import BadInputError, DomainError, NotAllowedError, NotFoundError
+from server.errors import BadInputError, NotAllowedError
 from server.models import (
     Execution,
     HistoryEvent,
     HistoryPart,
-    Invocation,
     OutputUse,
 )
 from server.services.history_reads import EventDetails, event_details, events_by_id
-from server.services.memory import CallRef
+from server.services.memory import CallRef, record_tool
 from server.services.search import record_embed
-from server.services.transcript import append_event, start_execution
-from server.services.turns import TurnScope, open_scope
+from server.services.turns import TurnScope
 from server.storage.hybrid import Hit, SearchSource, hybrid_search, uses_web_syntax
 
 TOOL = "search_history"
@@ -124,57 +122,30 @@ async def search_history(
         "ids": None if ids is None else [str(i) for i in ids],
         "limit": limit,
     }
-    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
-    if ref.invocation_id is not None:
-        invocation = await db.get(Invocation, ref.invocation_id)
-        if invocation is None or invocation.execution_id != scope.caller.id:
-            raise NotFoundError(
-                f"no invocation {ref.invocation_id} in the calling execution", field="invocationId"
+
+    async def body(scope: TurnScope, execution: Execution) -> list[HistoryHit]:
+        hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
+        db.add_all(
+            OutputUse(
+                agent_id=scope.turn.agent_id,
+                execution_id=execution.id,
+                kind="RETRIEVED",
+                history_part_id=part.id,
+                rank=rank,
             )
-    execution = await start_execution(
-        db, turn=scope.turn, kind="tool", name=TOOL, parent_id=scope.caller.id, input=args
-    )
-    try:
-        async with db.begin_nested():
-            hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
-    except DomainError as exc:
-        execution.status = "failed"
-        execution.error = exc.message
-        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]
-        await append_event(
-            db,
-            turn=scope.turn,
-            type=rules.TOOL_ERROR,
-            execution_id=execution.id,
-            tool_name=TOOL,
-            payload={"error": exc.message, "code": exc.code},
+            for rank, hit in enumerate(hits, start=1)
+            for part in ([hit.part] if hit.part is not None else hit.details.parts)
         )
-        await db.commit()
-        raise
-    execution.status = "succeeded"
-    execution.output = {"events": [h.to_json() for h in hits]}
-    execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]
-    db.add_all(
-        OutputUse(
-            agent_id=scope.turn.agent_id,
-            execution_id=execution.id,
-            kind="RETRIEVED",
-            history_part_id=part.id,
-            rank=rank,
-        )
-        for rank, hit in enumerate(hits, start=1)
-        for part in ([hit.part] if hit.part is not None else hit.details.parts)
-    )
-    await append_event(
+        return hits
+
+    execution, hits = await record_tool(
         db,
-        turn=scope.turn,
-        type=rules.TOOL_RESULT,
-        execution_id=execution.id,
-        tool_name=TOOL,
-        payload=execution.output,
+        ref=ref,
+        name=TOOL,
+        input=args,
+        body=body,
+        output=lambda hits: {"events": [h.to_json() for h in hits]},
     )
-    await db.flush()
-    await db.refresh(execution)
     return HistorySearch(execution=execution, hits=hits)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,6 +25,8 @@ from server.models import Execution, Invocation, MemoryRecord, MemoryVersion
 from server.services.transcript import append_event, start_execution
 from server.services.turns import TurnScope, ensure_memory_enabled, open_scope, pinned_entries
 from server.storage.gate import effective_status, record_condition
+
+T = TypeVar("T")
 
 MAX_SUMMARY = 500
 MAX_CONTENT = 20_000
@@ -65,20 +67,21 @@ class CallRef:
     invocation_id: uuid.UUID | None = None
 
 
-async def run_tool(
+async def record_tool(
     db: AsyncSession,
     *,
     ref: CallRef,
     name: str,
     input: dict[str, Any],
-    output_key: Literal["memories", "sources", "records"],
-    body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
-    more_output: Callable[[], dict[str, Any]] | None = None,
-) -> ToolResult:
-    """Record the execution of a native tool; on a refusal record it failed, change nothing.
+    body: Callable[[TurnScope, Execution], Awaitable[T]],
+    output: Callable[[T], dict[str, Any]],
+) -> tuple[Execution, T]:
+    """Run a native tool as an execution of the calling execution (R25, R43, R63).
 
-    The output lists the items ``body`` returns under ``output_key``, plus what
-    ``more_output`` (called after ``body``) adds, such as a page's cursor.
+    ``body`` runs in a savepoint; its result, through ``output``, is the execution's
+    output and the ``tool.result`` event's payload. A refusal (a :class:`DomainError`)
+    changes nothing of ``body``'s, is recorded as a failed execution with a
+    ``tool.error`` event, committed, and raised.
     """
     scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:
@@ -92,7 +95,7 @@ async def run_tool(
     )
     try:
         async with db.begin_nested():
-            items = await body(scope, execution)
+            value = await body(scope, execution)
     except DomainError as exc:
         execution.status = "failed"
         execution.error = exc.message
@@ -108,10 +111,7 @@ async def run_tool(
         await db.commit()
         raise
     execution.status = "succeeded"
-    execution.output = {
-        output_key: [item.to_json() for item in items],
-        **(more_output() if more_output is not None else {}),
-    }
+    execution.output = output(value)
     execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
     await append_event(
         db,
@@ -123,6 +123,32 @@ async def run_tool(
     )
     await db.flush()
     await db.refresh(execution)
+    return execution, value
+
+
+async def run_tool(
+    db: AsyncSession,
+    *,
+    ref: CallRef,
+    name: str,
+    input: dict[str, Any],
+    output_key: Literal["memories", "sources", "records"],
+    body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
+    more_output: Callable[[], dict[str, Any]] | None = None,
+) -> ToolResult:
+    """A memory tool (:func:`record_tool`): the output lists the items ``body`` returns
+    under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
+    a page's cursor."""
+
+    def output(items: list[MemoryItem]) -> dict[str, Any]:
+        return {
+            output_key: [item.to_json() for item in items],
+            **(more_output() if more_output is not None else {}),
+        }
+
+    execution, items = await record_tool(
+        db, ref=ref, name=name, input=input, body=body, output=output
+    )
     return ToolResult(execution=execution, items=items)
 
 

@@ -268,8 +268,11 @@ class Mutation:
     @strawberry.mutation(description="Publish the turn's memory (R12).")
     async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
         async def commit(db: AsyncSession) -> models.Turn:
+            embedder = info.context.embedder
+            # embed what the turn keeps before the commit locks it (R61)
+            prepared = await history.prepare_keep(db, embedder, turn_id=input.turn_id)
             turn = await turns.commit_turn(db, turn_id=input.turn_id)
-            await history.keep_turn(db, info.context.embedder, turn=turn)
+            await history.keep_turn(db, embedder, turn=turn, prepared=prepared)
             return turn
 
         return await _close(info, "commitTurn", input, commit)

@@ -49,8 +49,22 @@ from server.services.lookup import get
 
 
 @dataclass(frozen=True, slots=True)
+class _Source:
+    """The transcript event a kept event comes from (plain values: a prepared keep
+    outlives the rows it was read from)."""
+
+    id: uuid.UUID
+    sequence: int
+    tool_call_id: str | None
+
+    @classmethod
+    def of(cls, event: TranscriptEvent) -> _Source:
+        return cls(event.id, event.sequence, event.tool_call_id)
+
+
+@dataclass(frozen=True, slots=True)
 class _Kept:
-    source: TranscriptEvent
+    source: _Source
     role: rules.Role
     tool_name: str | None
     is_error: bool
@@ -58,35 +72,89 @@ class _Kept:
     text: str
 
 
-async def keep_turn(db: AsyncSession, embedder: Embedder, *, turn: Turn) -> None:
+@dataclass(frozen=True, slots=True)
+class _TurnFacts:
+    """What keeping reads of a turn, read as columns (never the ORM row: the commit
+    loads and locks that row afterwards, and must see it fresh)."""
+
+    id: uuid.UUID
+    agent_id: uuid.UUID
+    agent_version_id: uuid.UUID
+    session_id: uuid.UUID | None
+    replay_of_id: uuid.UUID | None
+    number: int
+    preview: bool
+    event_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A turn's kept events, split and embedded, as of its transcript's ``event_seq``."""
+
+    event_seq: int
+    kept: list[_Kept]
+    pieces: list[list[str]]
+    vectors: list[list[float]]
+
+
+async def prepare_keep(
+    db: AsyncSession, embedder: Embedder, *, turn_id: uuid.UUID
+) -> Prepared | None:
+    """Read, split and embed what committing the open turn will keep, before the commit
+    locks the turn: the forward pass then holds no lock. :func:`keep_turn` uses it when
+    nothing was recorded in between, and does the work again otherwise."""
+    row = (
+        await db.execute(
+            select(
+                col(Turn.id),
+                col(Turn.agent_id),
+                col(Turn.agent_version_id),
+                col(Turn.session_id),
+                col(Turn.replay_of_id),
+                col(Turn.number),
+                col(Turn.preview),
+                col(Turn.event_seq),
+            ).where(col(Turn.id) == turn_id, col(Turn.status) == "open")
+        )
+    ).first()
+    return None if row is None else await _prepare(db, embedder, _TurnFacts(*row))
+
+
+async def keep_turn(
+    db: AsyncSession, embedder: Embedder, *, turn: Turn, prepared: Prepared | None = None
+) -> None:
     """Keep the committed turn's events per ``harness.history.index`` (R60, R61).
 
     Runs inside the commit's transaction: the turn, its memory and its history
-    land together or not at all. Every part of the turn is embedded in one call.
+    land together or not at all. Every part of the turn is embedded in one call,
+    before the commit when ``prepared`` (:func:`prepare_keep`) is still current.
     """
-    if turn.session_id is None or turn.replay_of_id is not None:
+    facts = _TurnFacts(
+        turn.id,
+        turn.agent_id,
+        turn.agent_version_id,
+        turn.session_id,
+        turn.replay_of_id,
+        turn.number,
+        turn.preview,
+        turn.event_seq,
+    )
+    if prepared is None or prepared.event_seq != turn.event_seq:
+        prepared = await _prepare(db, embedder, facts)
+    if prepared is None:
         return
-    version = await get(db, AgentVersion, turn.agent_version_id)
-    config = config_of(version, await get(db, Agent, turn.agent_id))
-    if config.history is None:
-        return
-    kept = await _kept_events(db, turn, config.history.index)
-    if not kept:
-        return
-    pieces = await _split(embedder, [k.text for k in kept])
-    embedded = await embedder.embed([p for parts in pieces for p in parts])
-    vectors = iter(embedded.vectors)
+    vectors = iter(prepared.vectors)
     event_rows: list[dict[str, Any]] = []
     part_rows: list[dict[str, Any]] = []
-    for k, parts in zip(kept, pieces, strict=True):
+    for k, parts in zip(prepared.kept, prepared.pieces, strict=True):
         event_id = uuid.uuid4()
         event_rows.append(
             {
                 "id": event_id,
-                "agent_id": turn.agent_id,
-                "session_id": turn.session_id,
-                "turn_id": turn.id,
-                "turn_number": turn.number,
+                "agent_id": facts.agent_id,
+                "session_id": facts.session_id,
+                "turn_id": facts.id,
+                "turn_number": facts.number,
                 "transcript_event_id": k.source.id,
                 "execution_id": k.execution_id,
                 "sequence": k.source.sequence,
@@ -94,7 +162,7 @@ async def keep_turn(db: AsyncSession, embedder: Embedder, *, turn: Turn) -> None
                 "tool_name": k.tool_name,
                 "tool_call_id": k.source.tool_call_id,
                 "is_error": k.is_error,
-                "preview": turn.preview,
+                "preview": facts.preview,
                 "text": k.text,
             }
         )
@@ -102,10 +170,10 @@ async def keep_turn(db: AsyncSession, embedder: Embedder, *, turn: Turn) -> None
             {
                 "id": uuid.uuid4(),
                 "event_id": event_id,
-                "agent_id": turn.agent_id,
-                "session_id": turn.session_id,
-                "turn_number": turn.number,
-                "preview": turn.preview,
+                "agent_id": facts.agent_id,
+                "session_id": facts.session_id,
+                "turn_number": facts.number,
+                "preview": facts.preview,
                 "part": n,
                 "parts": len(parts),
                 "text": text,
@@ -117,18 +185,41 @@ async def keep_turn(db: AsyncSession, embedder: Embedder, *, turn: Turn) -> None
     await db.execute(insert(HistoryPart), part_rows)
 
 
-async def _kept_events(db: AsyncSession, turn: Turn, index: rules.HistoryIndex) -> list[_Kept]:
+async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Prepared | None:
+    if turn.session_id is None or turn.replay_of_id is not None:
+        return None
+    version = await get(db, AgentVersion, turn.agent_version_id)
+    config = config_of(version, await get(db, Agent, turn.agent_id))
+    if config.history is None:
+        return None
+    kept = await _kept_events(db, turn.id, config.history.index)
+    if not kept:
+        return None
+    pieces = await _split(embedder, [k.text for k in kept])
+    embedded = await embedder.embed([p for parts in pieces for p in parts])
+    return Prepared(turn.event_seq, kept, pieces, list(embedded.vectors))
+
+
+async def _kept_events(
+    db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
+) -> list[_Kept]:
+    # populate_existing: read again, as prepared, the executions may since have ended
     events = (
         await db.scalars(
             select(TranscriptEvent)
-            .where(col(TranscriptEvent.turn_id) == turn.id)
+            .where(col(TranscriptEvent.turn_id) == turn_id)
             .order_by(col(TranscriptEvent.sequence))
+            .execution_options(populate_existing=True)
         )
     ).all()
     executions = {
         e.id: e
         for e in (
-            await db.scalars(select(Execution).where(Execution.turn_id == turn.id))  # type: ignore[arg-type]
+            await db.scalars(
+                select(Execution)
+                .where(Execution.turn_id == turn_id)  # type: ignore[arg-type]
+                .execution_options(populate_existing=True)
+            )
         ).all()
     }
     own = next(e.id for e in executions.values() if e.kind == "turn")
@@ -145,13 +236,13 @@ async def _kept_events(db: AsyncSession, turn: Turn, index: rules.HistoryIndex) 
                 continue
             failed = run.status == "failed"
             text = rules.native_result_text(run.output, run.error if failed else None)
-            kept.append(_Kept(event, role, run.name, failed, run.id, text))
+            kept.append(_Kept(_Source.of(event), role, run.name, failed, run.id, text))
             continue
         if run.id != own:
             continue
         kept.append(
             _Kept(
-                event,
+                _Source.of(event),
                 role,
                 event.tool_name,
                 event.type == rules.TOOL_ERROR,

@@ -3,6 +3,7 @@ transaction: the turn, its memory and its history land together or not at all.""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from typing import Any
@@ -288,3 +289,49 @@ async def test_commit_lands_turn_memory_and_history_together_or_not_at_all(api: 
         "first message is fine",
         f"this one holds {poison}",
     ]
+
+
+async def test_r61_what_was_embedded_before_the_commit_is_redone_if_the_turn_grew(
+    api: Api,
+) -> None:
+    """R61: committing embeds the turn's kept events before it locks the turn; an event
+    recorded after that embedding and before the lock is kept too (the work is redone),
+    and an unchanged turn keeps exactly what was prepared."""
+    from server.services import history, turns
+
+    only = f"only message {uuid.uuid4().hex[:8]}"
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    grown, unchanged = await s.turn(session), await s.turn(session)
+    await s.record(grown, user("first message"))
+    await s.record(unchanged, user(only))
+    assert api.database.sessionmaker is not None
+    async with api.database.sessionmaker() as db:
+        early = await history.prepare_keep(db, api.embedder, turn_id=uuid.UUID(grown))
+        same = await history.prepare_keep(db, api.embedder, turn_id=uuid.UUID(unchanged))
+        await db.rollback()
+    assert early is not None and [k.text for k in early.kept] == ["first message"]
+    assert same is not None
+    # marked vectors show which embedding the unchanged turn's parts were written with
+    marker, _ = await api.embedder.embed_one("a marker, not the message")
+    same = dataclasses.replace(same, vectors=[marker] * len(same.vectors))
+    await s.record(grown, agent("a reply recorded after the embedding"))
+    for turn_id, prepared in ((grown, early), (unchanged, same)):
+        async with api.database.sessionmaker() as db:
+            turn = await turns.commit_turn(db, turn_id=uuid.UUID(turn_id))
+            await history.keep_turn(db, api.embedder, turn=turn, prepared=prepared)
+            await db.commit()
+    assert sorted(_kept(await s.history(session))) == sorted(
+        [
+            ("USER", None, False, "first message"),
+            ("AGENT", None, False, "a reply recorded after the embedding"),
+            ("USER", None, False, only),
+        ]
+    )
+    async with api.database.sessionmaker() as db:
+        stored = await db.scalar(
+            text("SELECT embedding <=> CAST(:m AS vector) FROM history_parts WHERE text = :t"),
+            {"m": str(marker), "t": only},
+        )
+    assert stored is not None and stored < 1e-6

@@ -15,6 +15,7 @@ from server.database import Database
 from server.embedding import Embedder
 from server.services import idempotency
 from server.services.chain import Caller
+from server.services.memory import CallRef
 from server.settings import Settings
 
 
@@ -95,6 +96,16 @@ class Credentials:
     token: str
     execution: str | None = None
     tool: str | None = None
+
+
+def call_ref(input: Any) -> CallRef:
+    """The call a native tool's input names: its turn, the calling execution (default:
+    the turn's own) and the model call that asked for it."""
+    return CallRef(
+        turn_id=input.turn_id,
+        caller_execution_id=input.execution_id,
+        invocation_id=input.invocation_id,
+    )
 
 
 def make_context(

@@ -15,14 +15,13 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers.context import Info
+from resolvers.context import Info, call_ref
 from resolvers.types_history import HistoryEventType, HistoryResultType
 from resolvers.types_turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
 from server.errors import NotFoundError
 from server.services import history_reads, history_record, history_search
-from server.services.memory import CallRef
 
 
 @strawberry.enum(description="What a recorded transcript event is (docs/history.md).")
@@ -183,11 +182,7 @@ class HistoryMutation:
             found = await history_search.search_history(
                 db,
                 info.context.embedder,
-                ref=CallRef(
-                    turn_id=input.turn_id,
-                    caller_execution_id=input.execution_id,
-                    invocation_id=input.invocation_id,
-                ),
+                ref=call_ref(input),
                 query=input.query,
                 ids=input.ids,
                 limit=input.limit,
@@ -198,9 +193,6 @@ class HistoryMutation:
         result = await info.context.once(
             "searchHistory", key=input.idempotency_key, request=_request(input), run=run
         )
-        # The payload's fields resolve concurrently on this session: hold its connection
-        # first, as two fields may not both open one.
-        await db.connection()
         execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
         assert execution is not None
         hits = await history_search.load_hits(db, result["hits"])

@@ -15,7 +15,7 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
-from resolvers.context import Info
+from resolvers.context import Info, call_ref
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
 from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
@@ -327,7 +327,7 @@ class Mutation:
                 await memory.add_memory(
                     db,
                     info.context.embedder,
-                    ref=_ref(input),
+                    ref=call_ref(input),
                     summary=input.summary,
                     content=input.content,
                     kind=input.kind,
@@ -348,7 +348,9 @@ class Mutation:
     @strawberry.mutation(description="The native read_memory tool: any status (R14).")
     async def read_memory(self, info: Info, input: MemoryIdInput) -> ReadMemoryPayload:
         async def run() -> dict[str, Any]:
-            return _tool_result(await memory.read_memory(db, ref=_ref(input), record_id=input.id))
+            return _tool_result(
+                await memory.read_memory(db, ref=call_ref(input), record_id=input.id)
+            )
 
         db = info.context.db
         result = await info.context.once(
@@ -360,7 +362,9 @@ class Mutation:
     @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
     async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
         async def run() -> dict[str, Any]:
-            return _tool_result(await memory.delete_memory(db, ref=_ref(input), record_id=input.id))
+            return _tool_result(
+                await memory.delete_memory(db, ref=call_ref(input), record_id=input.id)
+            )
 
         db = info.context.db
         result = await info.context.once(
@@ -368,14 +372,6 @@ class Mutation:
         )
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
-
-
-def _ref(input: AddMemoryInput | MemoryIdInput) -> memory.CallRef:
-    return memory.CallRef(
-        turn_id=input.turn_id,
-        caller_execution_id=input.execution_id,
-        invocation_id=input.invocation_id,
-    )
 
 
 async def _close(

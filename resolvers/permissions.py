@@ -101,12 +101,10 @@ def _requirements(resource: Resource, namespace: str) -> Any:
 
 
 async def _lookup(context: Context, stmt: Any) -> Any:
-    """One small read on a connection of its own: the gate runs beside resolvers that
-    use the operation's session concurrently, and a session takes one call at a time."""
-    engine = context.database.engine
-    assert engine is not None
-    async with engine.connect() as conn:
-        return (await conn.execute(stmt)).first()
+    """One small read of columns on the operation's session (which takes the gate's
+    calls and the resolvers' in turn, server/session.py); no row enters its identity
+    map, so the services' own locked reads still see fresh rows."""
+    return (await context.db.execute(stmt)).first()
 
 
 async def _namespace(context: Context, agent_id: uuid.UUID) -> str | None:

@@ -13,13 +13,12 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers.context import Info
+from resolvers.context import Info, call_ref
 from resolvers.types_turns import ExecutionType, MemoryRecordType, MemoryVersionType
 from server import models
 from server.errors import BadInputError
 from server.services import search
 from server.services.lookup import get
-from server.services.memory import CallRef
 
 
 @strawberry.input
@@ -154,12 +153,16 @@ class SearchMutation:
 
         async def run() -> dict[str, Any]:
             found = await search.search_memory(
-                db, info.context.embedder,
-                ref=CallRef(turn_id=input.turn_id, caller_execution_id=input.execution_id,
-                            invocation_id=input.invocation_id),
-                query=input.query, kind=input.kind, labels=input.labels,  # type: ignore[arg-type]
-                ids=input.ids, limit=input.limit, after=input.after,
-            )  # fmt: skip
+                db,
+                info.context.embedder,
+                ref=call_ref(input),
+                query=input.query,
+                kind=input.kind,
+                labels=input.labels,  # type: ignore[arg-type]
+                ids=input.ids,
+                limit=input.limit,
+                after=input.after,
+            )
             return {
                 "execution": str(found.execution.id),
                 "hits": _hits_json(found.items),
@@ -184,11 +187,8 @@ class SearchMutation:
     async def recall(self, info: Info, input: RecallInput) -> RecallPayload:
         async def run() -> dict[str, Any]:
             found = await search.recall(
-                db, info.context.embedder,
-                ref=CallRef(turn_id=input.turn_id, caller_execution_id=input.execution_id,
-                            invocation_id=input.invocation_id),
-                query=input.query,
-            )  # fmt: skip
+                db, info.context.embedder, ref=call_ref(input), query=input.query
+            )
             return {
                 "execution": str(found.execution.id) if found.execution else None,
                 "repeat_of": str(found.repeat_of.id) if found.repeat_of else None,

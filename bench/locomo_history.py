@@ -156,6 +156,8 @@ async def server(name: str) -> AsyncIterator[Server]:
         database.settings.embedding_model,
         batch_size=database.settings.embedding_batch_size,
         cache_size=database.settings.embedding_cache_size,
+        backend=database.settings.embedding_backend,
+        cache_dir=database.settings.embedding_cache_dir,
     )
     await model.aload()
     try:

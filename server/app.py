@@ -83,6 +83,8 @@ def create_app(
         settings.embedding_model,
         batch_size=settings.embedding_batch_size,
         cache_size=settings.embedding_cache_size,
+        backend=settings.embedding_backend,
+        cache_dir=settings.embedding_cache_dir,
     )
     services = {"database": db, "embedder": model, "settings": settings, "identity": caller}
     graphql = _GraphQL(build_schema(settings=settings), services=services, dev=settings.dev)

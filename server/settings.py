@@ -8,6 +8,7 @@ in ``<data_dir>/postgres`` and kept between runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +35,15 @@ class Settings(BaseSettings):
         default=None,
         description="Path or name of a sentence-transformers model; default: the bundled "
         "all-MiniLM-L6-v2.",
+    )
+    embedding_backend: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="Where the model's forward pass runs: ONNX Runtime (the model exported "
+        "once to `embedding_cache_dir`) or PyTorch. Both give the same vectors.",
+    )
+    embedding_cache_dir: Path | None = Field(
+        default=None,
+        description="Where the exported ONNX model is kept; default $XDG_CACHE_HOME/agent-memory.",
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=1024)
     embedding_cache_size: int = Field(default=4096, ge=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,38 @@ def test_token_offsets_are_the_models_word_pieces_untruncated(embedder: Embedder
     (few,) = embedder.token_offsets([short])
     # what the model reads: the word pieces plus [CLS] and [SEP], at most 256 in all
     assert embedder.count_tokens([short, text]) == [len(few) + 2, 256]
+
+
+def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> None:
+    """The default backend runs the exported graph; its vectors and token counts are
+    sentence-transformers' own, for short, long (truncated) and mixed batches."""
+    assert embedder.runtime == "onnx"
+    reference = Embedder(backend="torch", cache_size=0)
+    reference.load()
+    try:
+        assert reference.runtime == "torch"
+        texts = ["ok", "The customer prefers email.", "long " * 400, "Zürich café, 3 p.m."]
+        for (got, tokens), (want, want_tokens) in zip(
+            embedder.encode_now(texts), reference.encode_now(texts), strict=True
+        ):
+            assert tokens == want_tokens
+            assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5
+        assert [n for _, n in embedder.encode_now(texts)] == reference.count_tokens(texts)
+    finally:
+        reference.close()
+
+
+def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
+    first = Embedder(cache_dir=tmp_path)
+    first.load()
+    (graph,) = tmp_path.glob("*.onnx")
+    written = graph.stat().st_mtime_ns
+    second = Embedder(cache_dir=tmp_path)
+    second.load()
+    try:
+        assert [p.name for p in tmp_path.iterdir()] == [graph.name]  # no partial file left
+        assert graph.stat().st_mtime_ns == written  # loaded, not exported again
+        assert second.encode_now(["same"])[0][0] == first.encode_now(["same"])[0][0]
+    finally:
+        first.close()
+        second.close()

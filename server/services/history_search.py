@@ -8,11 +8,15 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 ``usage`` transcript event).
 
 With a query it ranks the parts the reader may see (:func:`history_condition`,
-R64) by :func:`server.storage.hybrid.hybrid_search` with the memory search's
-fusion preset; each result is one part. The keyword half reads the query
-without the words too common in the session to tell its parts apart
-(:func:`keyword_text`, :func:`server.domain.history.keyword_query`), counted on
-the parts the reader may see in one small statement before the search. With
+R64) in context (:func:`context_search`): the candidates of a hybrid search
+(:func:`server.storage.hybrid.candidate_keys`, the memory search's pool) and
+every part of their turns, each scored by its cosine and keyword weight, its
+predecessor's and its turn's (:mod:`server.domain.history`); each result is one
+part. The keyword candidates are found without the words too common in the
+session to tell its parts apart (:func:`keyword_text`,
+:func:`server.domain.history.keyword_query`), and the keyword weight is the
+words' inverse document frequency, both counted on the parts the reader may see
+in one small statement before the search. With
 ``ids`` it reads those events whole, in the order asked; an id the reader may
 not see is left out, as an unknown one is.
 """
@@ -22,10 +26,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, false, func, literal_column, select
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Text,
+    and_,
+    bindparam,
+    case,
+    cast,
+    extract,
+    false,
+    func,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain import history as rules
@@ -43,7 +63,15 @@ from server.services.history_reads import EventDetails, event_details, events_by
 from server.services.memory import CallRef, record_tool
 from server.services.search import record_embed
 from server.services.turns import TurnScope
-from server.storage.hybrid import Hit, SearchSource, hybrid_search, uses_web_syntax
+from server.storage.hybrid import (
+    Hit,
+    SearchSource,
+    candidate_keys,
+    hybrid_search,
+    run_search,
+    tsquery,
+    uses_web_syntax,
+)
 
 TOOL = "search_history"
 DEFAULT_LIMIT = 5
@@ -164,13 +192,24 @@ def _check(query: str | None, ids: Sequence[uuid.UUID] | None, limit: int | None
     return the_limit
 
 
-async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -> str:
-    """The text the keyword search reads for ``query`` (R62): the query without its words
-    that too many of the parts ``reader`` may see contain. A query in web-search syntax
-    (phrases, ``OR``, ``-word``) is read as written."""
+@dataclass(frozen=True, slots=True)
+class Keywords:
+    """The keyword side of a search (R62): ``text``, what the keyword candidates are
+    found by (the query without its common words); ``weights``, each distinct keyword of
+    the query (a word's ``plainto_tsquery``, common words included) with its
+    :func:`server.domain.history.keyword_weight`. No weights: a query in web-search
+    syntax, ranked by ``ts_rank_cd`` as written."""
+
+    text: str
+    weights: tuple[tuple[str, float], ...] = ()
+
+
+async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) -> Keywords:
+    """The keywords of ``query`` over the parts ``reader`` may see (R62), counted in one
+    small statement on a sample of those parts."""
     words = rules.query_words(query)
     if not words or uses_web_syntax(query):
-        return query
+        return Keywords(query)
     sample = (
         select(HistoryPart.search_tsv.label("tsv"))
         .where(history_condition(reader))
@@ -183,11 +222,147 @@ async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -
         keyword = func.plainto_tsquery(english, bindparam(f"w{i}", word))
         columns.append(func.count().filter(sample.c.tsv.op("@@")(keyword)).label(f"n{i}"))
         columns.append(func.numnode(keyword).label(f"k{i}"))
+        columns.append(cast(keyword, Text).label(f"q{i}"))
     row = (await db.execute(select(*columns).select_from(sample))).one()
-    counts = {
-        w: (None if row[2 * i + 2] == 0 else int(row[2 * i + 1])) for i, w in enumerate(words)
-    }
-    return rules.keyword_query(query, counts, int(row[0]))
+    parts = int(row[0])
+    counts: dict[str, int | None] = {}
+    weights: dict[str, tuple[str, float]] = {}  # by the word's tsquery: one per stem
+    for i, w in enumerate(words):
+        n, nodes, stems = row[3 * i + 1], row[3 * i + 2], row[3 * i + 3]
+        counts[w] = None if nodes == 0 else int(n)
+        if nodes and stems not in weights:
+            weights[stems] = (stems, rules.keyword_weight(int(n), parts))
+    return Keywords(rules.keyword_query(query, counts, parts), tuple(weights.values()))
+
+
+async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -> str:
+    """The text the keyword search reads for ``query`` (R62): the query without its words
+    that too many of the parts ``reader`` may see contain. A query in web-search syntax
+    (phrases, ``OR``, ``-word``) is read as written."""
+    return (await keywords_of(db, reader=reader, query=query)).text
+
+
+def _source(reader: HistoryReader) -> SearchSource:
+    return SearchSource(
+        from_=HistoryPart.__table__,  # type: ignore[attr-defined]
+        key=HistoryPart.id,  # type: ignore[arg-type]
+        embedding=HistoryPart.embedding,
+        tsv=HistoryPart.search_tsv,
+        created_at=HistoryPart.created_at,  # type: ignore[arg-type]
+        where=history_condition(reader),
+    )
+
+
+def _f8(name: str, value: float) -> ColumnElement[Any]:
+    return cast(bindparam(name, float(value)), DOUBLE_PRECISION())
+
+
+def context_search(
+    *,
+    reader: HistoryReader,
+    keywords: Keywords,
+    vector: Sequence[float],
+    min_score: float,
+    limit: int,
+    now: datetime | None = None,
+) -> Select[Any]:
+    """The statement of a hybrid history search (R62, ranking in context): the turns of
+    the hybrid candidates (:func:`server.storage.hybrid.candidate_keys`), every part of
+    them scored as :mod:`server.domain.history` states; rows ``(key, score, cosine,
+    lexical, created_at)``, best first, the first ``limit``."""
+    source = _source(reader)
+    seeds = candidate_keys(
+        source=source, text=keywords.text, vector=vector, min_score=min_score,
+        pool=rules.PRESET.pool_size(limit),
+    )  # fmt: skip
+    now = now if now is not None else datetime.now(UTC)
+    f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
+    q = bindparam("q", list(vector), type_=HistoryPart.embedding.type)
+    cosine = literal_column("1") - HistoryPart.embedding.op("<=>", return_type=f8)(q)
+    tsv = HistoryPart.search_tsv
+    lexical: ColumnElement[Any]
+    if keywords.weights:
+        lexical = sum(
+            (
+                case(
+                    (tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
+                     _f8(f"kwt{i}", weight)),
+                    else_=literal_column("0::float8"),
+                )
+                for i, (stems, weight) in enumerate(keywords.weights)
+            ),
+            start=literal_column("0::float8"),
+        )  # fmt: skip
+    else:
+        query = tsquery(keywords.text)
+        lexical = case(
+            (tsv.op("@@")(query), cast(func.ts_rank_cd(tsv, query), f8)),
+            else_=literal_column("0::float8"),
+        )
+    seed = aliased(HistoryPart, name="seed")
+    turns = select(col(seed.turn_number)).where(col(seed.id).in_(select(seeds.c.key)))
+    scored = (
+        select(
+            col(HistoryPart.id).label("key"),
+            col(HistoryPart.turn_number).label("turn"),
+            col(HistoryPart.created_at).label("created_at"),
+            col(HistoryEvent.sequence).label("sequence"),
+            col(HistoryPart.part).label("part"),
+            cosine.label("cosine"),
+            lexical.label("lexical"),
+        )
+        .select_from(HistoryPart)
+        .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+        .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
+        .subquery("scored")
+    )
+    # a part gains CONTEXT_SHARE of the lead the part before it in its turn has over it
+    share = _f8("context_share", rules.CONTEXT_SHARE)
+    zero: ColumnElement[Any] = literal_column("0::float8")
+
+    def in_context(signal: Any) -> Any:
+        before = func.lag(signal).over(
+            partition_by=scored.c.turn, order_by=(scored.c.sequence, scored.c.part)
+        )
+        return signal + share * func.greatest(func.coalesce(before - signal, zero), zero)
+
+    near = select(
+        scored, in_context(scored.c.cosine).label("cs"), in_context(scored.c.lexical).label("ls")
+    ).subquery("near")
+    low = func.min(near.c.cs).over()
+    spread = func.nullif(func.max(near.c.cs).over() - low, zero)
+    top = func.nullif(func.max(near.c.ls).over(), zero)
+    blend = _f8("cosine_share", rules.COSINE_SHARE) * func.coalesce(
+        (near.c.cs - low) / spread, zero
+    ) + _f8("keyword_share", 1.0 - rules.COSINE_SHARE) * func.coalesce(near.c.ls / top, zero)
+    blended = select(near, blend.label("blend")).subquery("blended")
+    # recency as memory search weighs it (R41): a brand-new part gains the preset's
+    # recency_weight of what a top part gains from its stronger signal, halving with
+    # each half-life of age; it settles near-ties, it never outranks a clear match
+    age = cast(extract("epoch", bindparam("now", now) - blended.c.created_at), f8)
+    fresh = func.power(
+        literal_column("0.5::float8"),
+        func.greatest(age, zero) / _f8("half_life", rules.PRESET.recency_half_life_days * 86_400),
+    )
+    top_share = max(rules.COSINE_SHARE, 1.0 - rules.COSINE_SHARE)
+    score = (
+        blended.c.blend
+        + _f8("turn_share", rules.TURN_SHARE)
+        * func.max(blended.c.blend).over(partition_by=blended.c.turn)
+        + _f8("recency_weight", rules.PRESET.recency_weight * top_share) * fresh
+    )
+    ranked = select(
+        blended.c.key,
+        score.label("score"),
+        blended.c.cosine,
+        func.nullif(blended.c.lexical, zero).label("lexical"),
+        blended.c.created_at,
+    ).subquery("ranked")
+    return (
+        select(ranked)
+        .order_by(ranked.c.score.desc(), ranked.c.created_at.desc(), ranked.c.key)
+        .limit(bindparam("limit", limit))
+    )
 
 
 async def rank_parts(
@@ -200,21 +375,25 @@ async def rank_parts(
     mode: Mode = "hybrid",
     min_score: float = rules.MIN_SCORE,
 ) -> list[Hit]:
-    """The parts ``reader`` may see, ranked for ``query`` (R62: hybrid, the memory search's
-    preset, keywords by :func:`keyword_text`). Other modes and thresholds are for
-    evaluation (bench/locomo_history.py)."""
-    keywords = query if mode == "vector" else await keyword_text(db, reader=reader, query=query)
+    """The parts ``reader`` may see, ranked for ``query`` (R62): ``hybrid`` in context
+    (:func:`context_search`, keywords by :func:`keywords_of`); ``vector`` and ``lexical``
+    (the memory search's ranking of one signal, keywords by :func:`keyword_text`) and
+    other thresholds are for evaluation (bench/locomo_history.py)."""
+    if mode == "vector":
+        keywords = Keywords(query)
+    else:
+        keywords = await keywords_of(db, reader=reader, query=query)
+    if mode == "hybrid" and vector is not None:
+        if limit == 0:
+            return []
+        stmt = context_search(
+            reader=reader, keywords=keywords, vector=vector, min_score=min_score, limit=limit
+        )
+        return await run_search(db, stmt, mode=mode, limit=limit, preset=rules.PRESET)
     return await hybrid_search(
         db,
-        source=SearchSource(
-            from_=HistoryPart.__table__,  # type: ignore[attr-defined]
-            key=HistoryPart.id,  # type: ignore[arg-type]
-            embedding=HistoryPart.embedding,
-            tsv=HistoryPart.search_tsv,
-            created_at=HistoryPart.created_at,  # type: ignore[arg-type]
-            where=history_condition(reader),
-        ),
-        text=keywords,
+        source=_source(reader),
+        text=keywords.text,
         vector=vector,
         mode=mode,
         min_score=min_score,

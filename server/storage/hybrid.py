@@ -98,6 +98,7 @@ from sqlalchemy import (
     null,
     select,
     text,
+    union,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSQUERY
@@ -386,6 +387,29 @@ def build_search(
     )
 
 
+def candidate_keys(
+    *,
+    source: SearchSource,
+    text: str,
+    vector: Sequence[float],
+    min_score: float,
+    pool: int,
+    exact: bool | None = None,
+    exact_below: int = EXACT_BELOW,
+) -> Any:
+    """The keys of a hybrid search's candidates, as a CTE ``seeds(key)``: the first
+    ``pool`` by meaning (cosine >= ``min_score``) and the first ``pool`` keyword matches,
+    chosen exactly as :func:`build_search` chooses them (for a caller that ranks the
+    candidates, or rows near them, in its own way; run it with :func:`run_search`)."""
+    _check(mode="hybrid", text=text, vector=vector, min_score=min_score, limit=pool)
+    v = _vector_cte(
+        source, vector=vector, text=None, min_score=min_score, pool=pool, exact=exact,
+        exact_below=exact_below,
+    )  # fmt: skip
+    lex = _lexical_cte(source, text=text, vector=None, pool=pool)
+    return union(select(v.c.key), select(lex.c.key)).cte("seeds")
+
+
 def scan_settings(limit: int, preset: FusionPreset = DEFAULT_PRESET) -> dict[str, str]:
     """The ``SET LOCAL`` values of a search with ``limit``: iterative, wide enough for the pool."""
     ef = min(max(2 * (preset.pool_size(limit) + TIE_SLACK), MIN_EF_SEARCH), MAX_EF_SEARCH)
@@ -516,6 +540,7 @@ __all__ = [
     "Hit",
     "SearchSource",
     "build_search",
+    "candidate_keys",
     "hybrid_search",
     "run_search",
     "scan_settings",

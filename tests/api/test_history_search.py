@@ -384,3 +384,21 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     assert rules.COMMON_WORD_MIN_COUNT < 25  # the name is in all 25 parts
     (hit, *_) = await s.results(reader_turn, query)
     assert hit["text"].endswith("the spare key is under the flowerpot")
+
+
+async def test_r62_an_answer_is_found_by_the_question_before_it(api: Api) -> None:
+    """R62, ranking in context: an answer that shares no word with the query is found
+    through the question before it in its turn, ahead of other turns' parts that share
+    a word with the query."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("The puppy chewed my shoes again"),
+                           agent("Puppies chew when their teeth grow."))  # fmt: skip
+    await s.committed_turn(
+        session, user("Which breed is your new puppy?"), agent("A beagle, three months old.")
+    )
+    await s.committed_turn(session, user("Puppy training classes start on Monday"),
+                           agent("I put the puppy class in your calendar."))  # fmt: skip
+    reader_turn = await s.turn(session)
+    texts = [r["text"] for r in await s.results(reader_turn, "What breed is the puppy?", limit=2)]
+    assert texts == ["turn 2, user\nWhich breed is your new puppy?",
+                     "turn 2, agent\nA beagle, three months old."]  # fmt: skip

@@ -4,6 +4,7 @@ token-aware parts, and the reference filter of who sees which part."""
 from __future__ import annotations
 
 import itertools
+import math
 import uuid
 
 import pytest
@@ -218,3 +219,15 @@ def test_r62_keywords_keep_words_past_the_counted_ones() -> None:
     counts: dict[str, int | None] = {w: 0 for w in checked}
     counts["name"] = 100
     assert rules.keyword_query(query, counts, 100) == " ".join(words)
+
+
+def test_r62_keyword_weight_is_the_words_inverse_document_frequency() -> None:
+    """R62: a word few parts hold weighs more than one most parts hold; a word every part
+    holds weighs almost nothing, never less than nothing."""
+    assert (
+        rules.keyword_weight(1, 400)
+        > rules.keyword_weight(20, 400)
+        > rules.keyword_weight(300, 400)
+    )
+    assert 0 < rules.keyword_weight(400, 400) < 0.01
+    assert rules.keyword_weight(0, 400) == pytest.approx(math.log(1 + 400.5 / 0.5))

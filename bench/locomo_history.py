@@ -6,9 +6,10 @@ committed turn, and each dialog turn one event (the first speaker's as user
 messages, the second's as agent replies), kept as ``"<speaker>: <text>"`` with
 a shared image's caption appended. Then every question of categories 1-4 with
 evidence is asked from a new last turn: by ``searchHistory`` through the schema
-(hybrid, as the agent asks it), and by the same ranking in vector and lexical
-mode (``server.services.history_search.rank_parts``, whose keyword half leaves
-out the words too common in the session, as the hybrid's does) for comparison.
+(hybrid, as the agent asks it: candidates by meaning and keywords, then their
+turns ranked in context) and, for comparison, by one signal alone in vector and
+lexical mode (``server.services.history_search.rank_parts``, whose keyword half
+leaves out the words too common in the session, as the hybrid's does).
 
 recall@k = |evidence ∩ top k| / |evidence| (LoCoMo's own definition), averaged
 over the questions; an event's id maps back to its dia_id by (turn, sequence).

@@ -23,13 +23,11 @@ rules to the database and the tests check the API against them.
   a word every reply uses: they match nearly every part, so they only drown the
   words that tell parts apart. The meaning half reads the whole query.
 - R62 ranking in context: the candidates those two halves find are not ranked
-  alone. Every part of their turns is scored by ``COSINE_SHARE`` of its cosine
-  and the rest of its keyword weight (the :func:`keyword_weight` of each query
-  word it holds, common words included), both scaled to [0, 1] over the parts
-  ranked; a part also gains ``CONTEXT_SHARE`` of the lead the part before it
-  has over it, and ``TURN_SHARE`` of the best score in its turn. Recency counts as in
-  memory search (``PRESET``): a brand-new part gains ``recency_weight`` of what a top
-  part gains from its stronger signal, halving with each half-life; newer wins ties.
+  alone. Every part of their turns is ranked by
+  :func:`server.domain.ranking.rank_in_context` under ``CONTEXT``: a blend of its
+  cosine and its keyword weight (the :func:`keyword_weight` of each query word it
+  holds, common words included), each read with the part before it and with its
+  turn, plus recency as in memory search; newer wins ties.
 - R64 who sees a part (:func:`visible_part`): the same agent and session, a
   turn numbered before the reader's (a replay of turn N carries N), and a
   preview part only for a preview reader. An agent without sessions has no
@@ -47,7 +45,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from server.domain.config import DEFAULT_MIN_SCORE
-from server.domain.ranking import DEFAULT_PRESET, FusionPreset
+from server.domain.ranking import (
+    DEFAULT_PRESET,
+    HISTORY_CONTEXT_PRESET,
+    ContextPreset,
+    FusionPreset,
+)
 
 Role = Literal["user", "agent", "tool"]
 HistoryIndex = Literal["messages", "messages_and_tools"]
@@ -79,18 +82,9 @@ COMMON_WORD_MIN_COUNT = 10
 COMMON_WORD_SAMPLE = 5_000
 COMMON_WORD_CHECKED = 32
 
-# Ranking in context (R62, :func:`server.services.history_search.rank_parts`): the
-# candidates' turns are ranked whole, each part by a blend of its cosine and its keyword
-# weight, each read with its neighbour and its turn (bench/locomo_history.py tunes them).
-# A part gains this share of the lead the part before it in its turn has over it (an
-# answer follows the question that names what it answers).
-CONTEXT_SHARE = 0.3
-# The cosine's share of a part's score; the keyword weight has the rest. Both are
-# scaled to [0, 1] over the parts ranked.
-COSINE_SHARE = 0.6
-# A part gains this share of the best score in its turn (a turn that holds a match is
-# likely to hold its neighbours: a conversation stays on a subject).
-TURN_SHARE = 0.5
+# Ranking in context (R62): the named preset of the shares a part's score takes from its
+# cosine, its keyword weight, the part before it and its turn (see server.domain.ranking).
+CONTEXT: ContextPreset = HISTORY_CONTEXT_PRESET
 
 _WORD = re.compile(r"\w+(?:'\w+)*")
 

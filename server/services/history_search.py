@@ -316,8 +316,8 @@ def context_search(
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         .subquery("scored")
     )
-    # a part gains CONTEXT_SHARE of the lead the part before it in its turn has over it
-    share = _f8("context_share", rules.CONTEXT_SHARE)
+    # a part gains context_share of the lead the part before it in its turn has over it
+    share = _f8("context_share", rules.CONTEXT.context_share)
     zero: ColumnElement[Any] = literal_column("0::float8")
 
     def in_context(signal: Any) -> Any:
@@ -332,24 +332,23 @@ def context_search(
     low = func.min(near.c.cs).over()
     spread = func.nullif(func.max(near.c.cs).over() - low, zero)
     top = func.nullif(func.max(near.c.ls).over(), zero)
-    blend = _f8("cosine_share", rules.COSINE_SHARE) * func.coalesce(
+    context = rules.CONTEXT
+    blend = _f8("cosine_share", context.cosine_share) * func.coalesce(
         (near.c.cs - low) / spread, zero
-    ) + _f8("keyword_share", 1.0 - rules.COSINE_SHARE) * func.coalesce(near.c.ls / top, zero)
+    ) + _f8("keyword_share", 1.0 - context.cosine_share) * func.coalesce(near.c.ls / top, zero)
     blended = select(near, blend.label("blend")).subquery("blended")
-    # recency as memory search weighs it (R41): a brand-new part gains the preset's
-    # recency_weight of what a top part gains from its stronger signal, halving with
-    # each half-life of age; it settles near-ties, it never outranks a clear match
+    # recency as memory search weighs it (R41, ContextPreset.recency_weight): it settles
+    # near-ties, it never outranks a clear match
     age = cast(extract("epoch", bindparam("now", now) - blended.c.created_at), f8)
     fresh = func.power(
         literal_column("0.5::float8"),
-        func.greatest(age, zero) / _f8("half_life", rules.PRESET.recency_half_life_days * 86_400),
+        func.greatest(age, zero) / _f8("half_life", context.fusion.recency_half_life_days * 86_400),
     )
-    top_share = max(rules.COSINE_SHARE, 1.0 - rules.COSINE_SHARE)
     score = (
         blended.c.blend
-        + _f8("turn_share", rules.TURN_SHARE)
+        + _f8("turn_share", context.turn_share)
         * func.max(blended.c.blend).over(partition_by=blended.c.turn)
-        + _f8("recency_weight", rules.PRESET.recency_weight * top_share) * fresh
+        + _f8("recency_weight", context.recency_weight) * fresh
     )
     ranked = select(
         blended.c.key,

@@ -4,12 +4,19 @@ recording (R63), the turn window of a replay, preview isolation, sessions, and r
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import cast, select
+from sqlalchemy.dialects.postgresql import TSQUERY
 
-from server.models import HistoryPart, OutputUse
+from server.domain import history as rules
+from server.domain.history import HistoryReader
+from server.domain.ranking import ContextPart, rank_in_context
+from server.models import HistoryEvent, HistoryPart, OutputUse
+from server.services.history_search import context_search, keywords_of
+from server.storage.hybrid import run_search
 from tests.api.history_scenario import (
     SEARCH,
     HistoryScenario,
@@ -402,3 +409,62 @@ async def test_r62_an_answer_is_found_by_the_question_before_it(api: Api) -> Non
     texts = [r["text"] for r in await s.results(reader_turn, "What breed is the puppy?", limit=2)]
     assert texts == ["turn 2, user\nWhich breed is your new puppy?",
                      "turn 2, agent\nA beagle, three months old."]  # fmt: skip
+
+
+async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_does(
+    api: Api,
+) -> None:
+    """R62: the statement of a hybrid history search scores every part of the candidates'
+    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows."""
+    s, session = await _agent(api)
+    for events in (
+        (user("We adopted a beagle puppy named Biscuit"),
+         agent("Biscuit is a lovely name for a beagle.")),
+        (user("The car needs new tyres before winter"), agent("I noted the tyres.")),
+        (user("Biscuit chewed the sofa cushion to pieces"),
+         agent("Puppies chew while teething; try a frozen toy."), user("Good idea, thanks")),
+        (user("My sister visits from Lisbon next week"), agent("Shall I book a table?")),
+    ):  # fmt: skip
+        await s.committed_turn(session, *events)
+    await s.turn(session)
+    reader = HistoryReader(agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session),
+                           turn_number=5, preview=False)  # fmt: skip
+    query = "what did the puppy chew?"
+    vector, _ = await api.embedder.embed_one(query)
+    now = datetime.now(UTC)
+    async with api.database.session() as db:
+        keywords = await keywords_of(db, reader=reader, query=query)
+        assert keywords.weights  # the query's words, weighed by how few parts hold them
+        stmt = context_search(reader=reader, keywords=keywords, vector=vector,
+                              min_score=rules.MIN_SCORE, limit=50, now=now)  # fmt: skip
+        hits = await run_search(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        keys = [h.key for h in hits]
+        turns = {t for (t,) in (await db.execute(
+            select(HistoryPart.turn_number).where(HistoryPart.id.in_(keys))  # type: ignore[attr-defined]
+        )).all()}  # fmt: skip
+        matches = [
+            HistoryPart.search_tsv.op("@@")(cast(stems, TSQUERY)) for stems, _ in keywords.weights
+        ]
+        rows = (await db.execute(
+            select(HistoryPart.id, HistoryPart.turn_number, HistoryEvent.sequence,
+                   HistoryPart.part, HistoryPart.created_at,
+                   (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
+                   *matches)
+            .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+            .where(HistoryPart.session_id == uuid.UUID(session),  # type: ignore[arg-type]
+                   HistoryPart.turn_number.in_(turns))  # type: ignore[attr-defined]
+        )).all()  # fmt: skip
+    weights = [w for _, w in keywords.weights]
+    parts = [
+        ContextPart(key=str(r[0]), turn=r[1], sequence=r[2], part=r[3], created_at=r[4],
+                    cosine=float(r[5]),
+                    keywords=sum(w for w, m in zip(weights, r[6:], strict=True) if m))
+        for r in rows
+    ]  # fmt: skip
+    assert {1, 3} <= turns < {1, 2, 3, 4}  # the puppy's turns, not every turn
+    assert len(hits) == len(parts)  # every part of those turns is ranked
+    reference = rank_in_context(parts, now=now, limit=50)
+    assert [str(h.key) for h in hits] == [r.key for r in reference]
+    for hit, want in zip(hits, reference, strict=True):
+        assert hit.score == pytest.approx(want.score, abs=1e-9)
+        assert hit.lexical == (None if want.lexical is None else pytest.approx(want.lexical))

@@ -12,12 +12,15 @@ from hypothesis import strategies as st
 
 from server.domain.ranking import (
     DEFAULT_PRESET,
+    HISTORY_CONTEXT_PRESET,
     PRESETS,
     Candidate,
+    ContextPart,
     FusionPreset,
     Mode,
     Ranked,
     rank,
+    rank_in_context,
     recency,
     rrf_term,
 )
@@ -343,3 +346,109 @@ def test_raising_cosine_never_lowers_position(
     if target in old:
         assert target in new
         assert new.index(target) <= old.index(target)
+
+
+# -- history in context (R62) ------------------------------------------------------------
+
+
+def _part(
+    key: str,
+    turn: int,
+    sequence: int,
+    cosine: float,
+    keywords: float = 0.0,
+    *,
+    age_days: float = 1.0,
+    part: int = 1,
+) -> ContextPart:
+    return ContextPart(key=key, turn=turn, sequence=sequence, part=part, cosine=cosine,
+                       keywords=keywords, created_at=NOW - timedelta(days=age_days))  # fmt: skip
+
+
+def _keys(ranked: list[Ranked]) -> list[str]:
+    return [r.key for r in ranked]
+
+
+def test_r62_an_answer_is_lifted_by_the_question_before_it() -> None:
+    """The answer shares nothing with the query; the question before it does. It gains
+    context_share of the question's lead and passes a part of another turn that is a
+    little closer to the query on its own."""
+    parts = [
+        _part("question", 1, 1, cosine=0.8, keywords=2.0),
+        _part("answer", 1, 2, cosine=0.2),
+        _part("elsewhere", 2, 1, cosine=0.3),
+        _part("elsewhere-2", 2, 2, cosine=0.1),
+    ]
+    ranked = rank_in_context(parts, now=NOW, limit=4)
+    assert _keys(ranked) == ["question", "answer", "elsewhere", "elsewhere-2"]
+    alone = rank_in_context([replace(p, turn=9 + i) for i, p in enumerate(parts)], now=NOW,
+                            limit=4)  # fmt: skip
+    assert _keys(alone)[1] == "elsewhere"  # without its question, the answer falls behind
+
+
+def test_r62_a_part_gains_a_share_of_the_best_in_its_turn() -> None:
+    """Two equal parts, each first in its turn: the one whose turn holds the best match
+    ranks first, by turn_share of the difference of the turns' best blends."""
+    c = HISTORY_CONTEXT_PRESET
+    parts = [
+        _part("a", 1, 0, cosine=0.4),
+        _part("best", 1, 1, cosine=0.9, keywords=1.0),
+        _part("b", 2, 0, cosine=0.4),
+        _part("low", 2, 1, cosine=0.1),
+    ]
+    ranked = rank_in_context(parts, now=NOW, limit=4)
+    assert _keys(ranked) == ["best", "a", "b", "low"]
+    score = {r.key: r.score for r in ranked}
+    low_cs = 0.1 + c.context_share * (0.4 - 0.1)  # the part before it leads by 0.3
+    blend_b = c.cosine_share * (0.4 - low_cs) / (0.9 - low_cs)
+    assert score["a"] - score["b"] == pytest.approx(c.turn_share * (1.0 - blend_b))
+
+
+def test_r62_scores_follow_the_documented_formula() -> None:
+    """One worked case, term by term (module docstring)."""
+    c = HISTORY_CONTEXT_PRESET
+    parts = [_part("q", 1, 1, cosine=0.7, keywords=3.0, age_days=0.0),
+             _part("a", 1, 2, cosine=0.1, keywords=0.0, age_days=0.0)]  # fmt: skip
+    cs_a = 0.1 + c.context_share * (0.7 - 0.1)  # the lowest cs: the blend's 0
+    ls_a = 0.0 + c.context_share * 3.0
+    blend_q = c.cosine_share * 1.0 + (1 - c.cosine_share) * 1.0  # both signals at the top
+    blend_a = c.cosine_share * 0.0 + (1 - c.cosine_share) * ls_a / 3.0
+    assert cs_a < 0.7
+    ranked = {r.key: r for r in rank_in_context(parts, now=NOW, limit=2)}
+    assert ranked["q"].score == pytest.approx(blend_q + c.turn_share * blend_q + c.recency_weight)
+    assert ranked["a"].score == pytest.approx(blend_a + c.turn_share * blend_q + c.recency_weight)
+    assert ranked["a"].lexical is None and ranked["q"].lexical == 3.0
+
+
+def test_r62_recency_settles_near_ties_only() -> None:
+    same = [_part("old", 1, 1, cosine=0.5, age_days=60), _part("new", 2, 1, cosine=0.5),
+            _part("floor", 3, 1, cosine=0.1)]  # fmt: skip
+    assert _keys(rank_in_context(same, now=NOW, limit=3))[:2] == ["new", "old"]
+    clear = [_part("old", 1, 1, cosine=0.6, age_days=60), _part("new", 2, 1, cosine=0.5),
+             _part("floor", 3, 1, cosine=0.1)]  # fmt: skip
+    assert _keys(rank_in_context(clear, now=NOW, limit=3))[:2] == ["old", "new"]
+
+
+def test_r62_no_spread_and_no_keyword_score_nothing_but_recency() -> None:
+    """0/0 terms are 0: equal cosines and no keywords leave recency and then the key."""
+    parts = [_part("b", 1, 1, cosine=0.4), _part("a", 2, 1, cosine=0.4),
+             _part("c", 3, 1, cosine=0.4, age_days=0.5)]  # fmt: skip
+    ranked = rank_in_context(parts, now=NOW, limit=3)
+    assert _keys(ranked) == ["c", "a", "b"]
+    assert ranked[1].score == pytest.approx(
+        HISTORY_CONTEXT_PRESET.recency_weight
+        * recency(NOW - timedelta(days=1), NOW, DEFAULT_PRESET)
+    )
+    assert rank_in_context([], now=NOW, limit=5) == []
+    assert len(rank_in_context(parts, now=NOW, limit=2)) == 2
+
+
+def test_r62_context_preset_is_checked() -> None:
+    with pytest.raises(ValueError, match="cosine_share"):
+        replace(HISTORY_CONTEXT_PRESET, cosine_share=1.5)
+    with pytest.raises(ValueError, match="shares"):
+        replace(HISTORY_CONTEXT_PRESET, turn_share=-0.1)
+    assert HISTORY_CONTEXT_PRESET.recency_weight == pytest.approx(
+        DEFAULT_PRESET.recency_weight
+        * max(HISTORY_CONTEXT_PRESET.cosine_share, 1 - HISTORY_CONTEXT_PRESET.cosine_share)
+    )

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import logging
 import os
 import threading
 import warnings
@@ -41,6 +42,8 @@ from typing import Any, Literal
 import numpy as np
 
 from server.models.memory import EMBEDDING_DIM
+
+_log = logging.getLogger("agent_memory")
 
 Vector = list[float]
 Backend = Literal["onnx", "torch"]
@@ -110,7 +113,10 @@ class Embedder:
                 f"the schema stores {EMBEDDING_DIM}"
             )
         if self.backend == "onnx" and _mean_pooled(model):
-            self._onnx = _onnx_session(model, _export(model, self.model_name, self.cache_dir))
+            try:
+                self._onnx = _onnx_session(model, _export(model, self.model_name, self.cache_dir))
+            except OSError as exc:  # no writable cache: the same vectors, from PyTorch
+                _log.warning("embedding in PyTorch: no ONNX graph in %s (%s)", self.cache_dir, exc)
         self._tokenizer = copy.deepcopy(model.tokenizer)  # PyTorch's encode uses the other
         self._model = model
 

@@ -179,3 +179,17 @@ def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_without_a_writable_cache_the_model_runs_in_pytorch(tmp_path: Path) -> None:
+    """A server whose cache directory cannot be written still starts, on PyTorch."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    model = Embedder(cache_dir=blocker / "cache")
+    model.load()
+    try:
+        assert model.runtime == "torch"
+        ((vector, tokens),) = model.encode_now(["still embedded"])
+        assert len(vector) == 384 and tokens > 2
+    finally:
+        model.close()

@@ -45,7 +45,14 @@ class Settings(BaseSettings):
         default=None,
         description="Where the exported ONNX model is kept; default $XDG_CACHE_HOME/agent-memory.",
     )
-    embedding_batch_size: int = Field(default=64, ge=1, le=1024)
+    embedding_batch_size: int = Field(
+        default=8,
+        ge=1,
+        le=1024,
+        description="Most texts in one forward pass. Small length-sorted batches waste "
+        "little on padding: a turn's texts embed at 136 texts/s in batches of 8, at 85 in "
+        "one batch (bench history-ingest).",
+    )
     embedding_cache_size: int = Field(default=4096, ge=0)
     pool_size: int = Field(default=10, ge=1)
     max_page_size: int = Field(default=100, ge=1, le=1000)

@@ -78,10 +78,9 @@ from server.services.transcript import append_event
 from server.services.turns import TurnScope, ensure_memory_enabled, open_scope
 from server.storage.gate import record_condition, searchable_version, version_in_force
 from server.storage.hybrid import (
-    Hit,
     SearchSource,
     build_search,
-    run_search,
+    scanned_rows,
     search_parameters,
     uses_web_syntax,
 )
@@ -269,6 +268,21 @@ def _statement(shape: _Shape) -> Select[Any]:
     )
 
 
+@lru_cache(maxsize=512)
+def _with_rows(shape: _Shape) -> Select[Any]:
+    """The ranking of a shape with each hit's version and record (no vectors: parsing
+    them costs more than the query), best first."""
+    top = _statement(shape).subquery("top")
+    return (
+        select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
+        .select_from(top)
+        .join(MemoryVersion, col(MemoryVersion.id) == top.c.key)
+        .join(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+        .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
+        .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
+    )
+
+
 def ranking_statement(
     reader: Reader,
     *,
@@ -280,10 +294,13 @@ def ranking_statement(
     filters: Filters = Filters(),
     preset: FusionPreset = DEFAULT_PRESET,
     now: datetime | None = None,
+    with_rows: bool = False,
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The one statement that ranks ``reader``'s records for ``query`` (R41) and its
     parameters: the statement of :func:`server.storage.hybrid.build_search` over
-    :func:`memory_source`, kept per shape (who reads, which filters, the mode, ...)."""
+    :func:`memory_source`, kept per shape (who reads, which filters, the mode, ...).
+    ``with_rows``: the same ranking joined to each hit's version and record, so that a
+    search reads what it returns in the one statement."""
     text = query if mode != "vector" else None
     if mode != "lexical" and vector is None:
         raise ValueError(f"{mode} search needs a vector")
@@ -309,7 +326,7 @@ def ranking_statement(
         params["filter_labels"] = dict(filters.labels)
     if filters.ids is not None:
         params["filter_ids"] = list(filters.ids)
-    return _statement(shape), params
+    return (_with_rows(shape) if with_rows else _statement(shape)), params
 
 
 async def ranked(
@@ -329,36 +346,14 @@ async def ranked(
         return []
     stmt, params = ranking_statement(
         reader, query=query, vector=vector, mode=mode, min_score=min_score, limit=limit,
-        filters=filters, preset=preset,
+        filters=filters, preset=preset, with_rows=True,
     )  # fmt: skip
-    hits = await run_search(
-        db,
-        stmt,
-        params,
-        mode=cast(Mode, mode),
-        limit=limit,
-        preset=preset,
-    )
-    return await _load(db, hits)
-
-
-async def _load(db: AsyncSession, hits: list[Hit]) -> list[Found]:
-    if not hits:
-        return []
-    rows = (
-        await db.execute(
-            select(MemoryVersion, MemoryRecord)
-            .join(MemoryRecord, MemoryRecord.id == MemoryVersion.record_id)  # type: ignore[arg-type]
-            .where(MemoryVersion.id.in_([h.key for h in hits]))  # type: ignore[attr-defined]
-            # A result shows text, never the vectors: parsing them costs more than the query.
-            .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
-        )
-    ).all()
-    by_id = {v.id: (r, v) for v, r in rows}
+    rows = await scanned_rows(db, stmt, params, mode=cast(Mode, mode), limit=limit, preset=preset)
     return [
-        Found(record=by_id[h.key][0], version=by_id[h.key][1], score=h.score, cosine=h.cosine,
-              lexical=h.lexical)
-        for h in hits
+        Found(record=r[1], version=r[0], score=float(r[2]),
+              cosine=None if r[3] is None else float(r[3]),
+              lexical=None if r[4] is None else float(r[4]))
+        for r in rows
     ]  # fmt: skip
 
 

@@ -494,6 +494,37 @@ def search_parameters(
     return params
 
 
+async def scanned_rows(
+    db: AsyncSession,
+    stmt: Select[Any],
+    params: dict[str, Any] | None = None,
+    *,
+    mode: Mode,
+    limit: int,
+    preset: FusionPreset = DEFAULT_PRESET,
+    exact: bool | None = None,
+) -> Sequence[Any]:
+    """The rows of ``stmt`` (a statement of :func:`build_search`, or one built around
+    it) run under the scan settings of :func:`scan_settings`, restored after it."""
+    if mode == "lexical" or exact is True:
+        return list((await db.execute(stmt, params)).all())
+    settings = scan_settings(limit, preset)
+    set_ = await db.execute(
+        _SET_SCAN,
+        {
+            "iterative_scan": settings["hnsw.iterative_scan"],
+            "ef_search": settings["hnsw.ef_search"],
+            "max_scan_tuples": settings["hnsw.max_scan_tuples"],
+            "enable_sort": settings["enable_sort"],
+            "plan_cache_mode": settings["plan_cache_mode"],
+        },
+    )
+    prior = set_.one()
+    rows = list((await db.execute(stmt, params)).all())
+    await db.execute(_RESTORE_SORT, {"prior": prior.prior, "prior_cache": prior.prior_cache})
+    return rows
+
+
 async def run_search(
     db: AsyncSession,
     stmt: Select[Any],
@@ -506,23 +537,8 @@ async def run_search(
 ) -> list[Hit]:
     """Run a statement of :func:`build_search` (with ``params`` overriding its values by
     name) under the scan settings of :func:`scan_settings`; the hits, best first."""
-    if mode != "lexical" and exact is not True:
-        settings = scan_settings(limit, preset)
-        set_ = await db.execute(
-            _SET_SCAN,
-            {
-                "iterative_scan": settings["hnsw.iterative_scan"],
-                "ef_search": settings["hnsw.ef_search"],
-                "max_scan_tuples": settings["hnsw.max_scan_tuples"],
-                "enable_sort": settings["enable_sort"],
-                "plan_cache_mode": settings["plan_cache_mode"],
-            },
-        )
-        prior = set_.one()
-        rows = (await db.execute(stmt, params)).all()
-        await db.execute(_RESTORE_SORT, {"prior": prior.prior, "prior_cache": prior.prior_cache})
-    else:
-        rows = (await db.execute(stmt, params)).all()
+    rows = await scanned_rows(db, stmt, params, mode=mode, limit=limit, preset=preset,
+                              exact=exact)  # fmt: skip
     return [
         Hit(
             key=row.key,
@@ -544,6 +560,7 @@ __all__ = [
     "hybrid_search",
     "run_search",
     "scan_settings",
+    "scanned_rows",
     "search_parameters",
     "tsquery",
     "uses_web_syntax",

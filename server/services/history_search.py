@@ -67,6 +67,7 @@ from server.storage.hybrid import (
     Hit,
     SearchSource,
     candidate_keys,
+    float_param,
     hybrid_search,
     run_search,
     tsquery,
@@ -253,10 +254,6 @@ def _source(reader: HistoryReader) -> SearchSource:
     )
 
 
-def _f8(name: str, value: float) -> ColumnElement[Any]:
-    return cast(bindparam(name, float(value)), DOUBLE_PRECISION())
-
-
 def context_search(
     *,
     reader: HistoryReader,
@@ -286,7 +283,7 @@ def context_search(
             (
                 case(
                     (tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
-                     _f8(f"kwt{i}", weight)),
+                     float_param(f"kwt{i}", weight)),
                     else_=literal_column("0::float8"),
                 )
                 for i, (stems, weight) in enumerate(keywords.weights)
@@ -317,7 +314,7 @@ def context_search(
         .subquery("scored")
     )
     # a part gains context_share of the lead the part before it in its turn has over it
-    share = _f8("context_share", rules.CONTEXT.context_share)
+    share = float_param("context_share", rules.CONTEXT.context_share)
     zero: ColumnElement[Any] = literal_column("0::float8")
 
     def in_context(signal: Any) -> Any:
@@ -333,22 +330,25 @@ def context_search(
     spread = func.nullif(func.max(near.c.cs).over() - low, zero)
     top = func.nullif(func.max(near.c.ls).over(), zero)
     context = rules.CONTEXT
-    blend = _f8("cosine_share", context.cosine_share) * func.coalesce(
+    blend = float_param("cosine_share", context.cosine_share) * func.coalesce(
         (near.c.cs - low) / spread, zero
-    ) + _f8("keyword_share", 1.0 - context.cosine_share) * func.coalesce(near.c.ls / top, zero)
+    ) + float_param("keyword_share", 1.0 - context.cosine_share) * func.coalesce(
+        near.c.ls / top, zero
+    )
     blended = select(near, blend.label("blend")).subquery("blended")
     # recency as memory search weighs it (R41, ContextPreset.recency_weight): it settles
     # near-ties, it never outranks a clear match
     age = cast(extract("epoch", bindparam("now", now) - blended.c.created_at), f8)
     fresh = func.power(
         literal_column("0.5::float8"),
-        func.greatest(age, zero) / _f8("half_life", context.fusion.recency_half_life_days * 86_400),
+        func.greatest(age, zero)
+        / float_param("half_life", context.fusion.recency_half_life_days * 86_400),
     )
     score = (
         blended.c.blend
-        + _f8("turn_share", context.turn_share)
+        + float_param("turn_share", context.turn_share)
         * func.max(blended.c.blend).over(partition_by=blended.c.turn)
-        + _f8("recency_weight", context.recency_weight) * fresh
+        + float_param("recency_weight", context.recency_weight) * fresh
     )
     ranked = select(
         blended.c.key,
@@ -376,7 +376,7 @@ async def rank_parts(
 ) -> list[Hit]:
     """The parts ``reader`` may see, ranked for ``query`` (R62): ``hybrid`` in context
     (:func:`context_search`, keywords by :func:`keywords_of`); ``vector`` and ``lexical``
-    (the memory search's ranking of one signal, keywords by :func:`keyword_text`) and
+    (the memory search's ranking of one signal, keywords by :func:`keywords_of`) and
     other thresholds are for evaluation (bench/locomo_history.py)."""
     if mode == "vector":
         keywords = Keywords(query)

@@ -287,22 +287,30 @@ def _lexical_cte(
     )
 
 
-def _f8(name: str, value: float) -> ColumnElement[Any]:
+def float_param(name: str, value: float) -> ColumnElement[Any]:
+    """A named float8 parameter (a preset's constant in generated SQL)."""
     return cast(bindparam(name, float(value)), _F8)
 
 
 def _fused_score(
     v: Any, lex: Any, created_at: ColumnElement[Any], *, now: datetime, preset: FusionPreset
 ) -> ColumnElement[Any]:
-    k = _f8("rrf_k", preset.rrf_k)
-    vterm = func.coalesce(_f8("vector_weight", preset.vector_weight) / (k + v.c.vrank), 0)
-    lterm = func.coalesce(_f8("lexical_weight", preset.lexical_weight) / (k + lex.c.lrank), 0)
-    age = cast(extract("epoch", bindparam("now", now) - created_at), _F8)
-    days = func.greatest(age, literal_column("0")) / _f8("day", 86_400.0)
-    fresh = func.power(
-        literal_column("0.5::float8"), days / _f8("half_life", preset.recency_half_life_days)
+    k = float_param("rrf_k", preset.rrf_k)
+    vterm = func.coalesce(float_param("vector_weight", preset.vector_weight) / (k + v.c.vrank), 0)
+    lterm = func.coalesce(
+        float_param("lexical_weight", preset.lexical_weight) / (k + lex.c.lrank), 0
     )
-    recency = _f8("recency_weight", preset.recency_weight) * fresh / _f8("k1", preset.rrf_k + 1)
+    age = cast(extract("epoch", bindparam("now", now) - created_at), _F8)
+    days = func.greatest(age, literal_column("0")) / float_param("day", 86_400.0)
+    fresh = func.power(
+        literal_column("0.5::float8"),
+        days / float_param("half_life", preset.recency_half_life_days),
+    )
+    recency = (
+        float_param("recency_weight", preset.recency_weight)
+        * fresh
+        / float_param("k1", preset.rrf_k + 1)
+    )
     return (vterm + lterm) + recency
 
 
@@ -557,6 +565,7 @@ __all__ = [
     "SearchSource",
     "build_search",
     "candidate_keys",
+    "float_param",
     "hybrid_search",
     "run_search",
     "scan_settings",

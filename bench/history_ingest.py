@@ -12,8 +12,8 @@ server sees many sessions: their commits share the embedder's forward passes
 another's embedding. One session alone, turn after turn, is shown too.
 
 Next to it, in the same run on the same texts, the embedder alone encodes them
-(``Embedder.encode_now``, all at once, so in length-sorted batches of 64): the
-ceiling of keeping, since every event has to be embedded. For insight it also
+(``Embedder.encode_now``, all at once, so in length-sorted batches of its batch
+size): the ceiling of keeping, since every event has to be embedded. For insight it also
 encodes them one call per turn, as commits do when none shares a forward pass:
 the gap between the two is what batching by turn costs, the rest is the path.
 The ratio, events committed per second over texts embedded per second (all at

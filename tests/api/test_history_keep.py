@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import uuid
 from typing import Any
 
@@ -237,8 +238,8 @@ async def test_r62_a_long_event_is_kept_in_overlapping_parts_that_fit_the_model(
 
 
 async def test_r62_a_turns_parts_are_embedded_in_one_batch(api: Api) -> None:
-    """Keeping embeds every part of the turn in one call: the length-sorted batches of
-    one window, not a forward pass per event."""
+    """Keeping embeds every part of the turn in one call: passes of the model's batch
+    size, not a forward pass per event."""
     s = HistoryScenario(api)
     await s.agent(history_config())
     session = await s.session()
@@ -247,7 +248,7 @@ async def test_r62_a_turns_parts_are_embedded_in_one_batch(api: Api) -> None:
     await s.record(turn, *(user(f"message {i} of batch {tag}") for i in range(20)))
     before = api.embedder.forward_passes
     await s.commit(turn)
-    batches = max(1, round(20 / api.embedder.batch_size))  # even, length-sorted batches
+    batches = math.ceil(20 / api.embedder.batch_size)
     assert api.embedder.forward_passes - before == batches < 20
     assert len(await s.history(session)) == 20
 

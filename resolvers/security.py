@@ -37,11 +37,14 @@ from graphql import (
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry.extensions import (
+    AddValidationRules,
     DisableIntrospection,
     MaxAliasesLimiter,
     MaxTokensLimiter,
+    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
+    ValidationCache,
 )
 
 from server.errors import BadInputError
@@ -212,16 +215,32 @@ def mask_uncoded(errors: list[GraphQLError]) -> list[GraphQLError]:
     return masked
 
 
+# Documents parsed and validated are kept, by query text and by document: a runtime
+# sends the same few documents every turn, and validating one costs 1-3 ms.
+DOCUMENT_CACHE_SIZE = 256
+
+
 def schema_extensions(settings: Settings) -> list[Callable[[], SchemaExtension]]:
-    """The limits, as factories (one extension instance per request)."""
+    """The limits, as factories (one extension instance per request).
+
+    The validation rules (depth, aliases, and introspection unless ``dev``) are made
+    once, so that a validated document is validated again only when the rules change:
+    the validation cache is keyed by the schema, the document and the rules.
+    """
+    rules = [
+        *QueryDepthLimiter(max_depth=settings.max_query_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
+        *([] if settings.dev else DisableIntrospection().validation_rules),
+    ]
     extensions: list[Callable[[], SchemaExtension]] = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-        lambda: QueryDepthLimiter(max_depth=settings.max_query_depth),
-        lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
+        lambda: AddValidationRules(rules),
+        lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
         cost_limiter(settings),
     ]
     if not settings.dev:
-        extensions += [DisableIntrospection, NoSuggestions]
+        extensions.append(NoSuggestions)
     return extensions
 
 

@@ -83,6 +83,33 @@ async def test_depth_limit(api: Api, strict: Settings, agent_id: str) -> None:
     assert f"exceeds maximum operation depth of {depth}" in message
 
 
+async def test_a_document_is_validated_once_and_refused_every_time(
+    api: Api, strict: Settings, agent_id: str
+) -> None:
+    """Parsed and validated documents are cached: a runtime's repeated document is not
+    validated again, and a refused one stays refused, SQL-free, on every request."""
+    from strawberry.extensions.validation_cache import _get_validate_cache
+
+    from resolvers.security import DOCUMENT_CACHE_SIZE
+
+    schema = build_schema(settings=strict)
+    cache = _get_validate_cache(DOCUMENT_CACHE_SIZE)
+    context = context_for(api, settings=strict, identity=full_caller())
+    deep, ok = _nested(strict.max_query_depth + 1), _nested(strict.max_query_depth)
+    for round_ in range(3):
+        before = cache.cache_info()
+        with statements(api.database) as sent:
+            refused = await schema.execute(deep, variable_values={"id": agent_id},
+                                           context_value=context)  # fmt: skip
+        assert refused.errors and refused.data is None and sent == []
+        assert "exceeds maximum operation depth" in refused.errors[0].message
+        passed = await schema.execute(ok, variable_values={"id": agent_id},
+                                      context_value=context)  # fmt: skip
+        assert passed.errors is None
+        hits = cache.cache_info().hits - before.hits
+        assert hits == (0 if round_ == 0 else 2), hits
+
+
 def _aliased(count: int) -> str:
     fields = " ".join(f"a{i}: agent(id: $id) {{ id }}" for i in range(count))
     return f"query($id: UUID!) {{ {fields} }}"

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import struct
 import uuid
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import psycopg
+from pgvector.sqlalchemy import VECTOR
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 from sqlalchemy import Column, DateTime, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field
@@ -32,6 +38,42 @@ def json_field(*, nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSONB, nullable=nullable))
 
 
+class _Binary:
+    """A vector in pgvector's binary wire format (dimensions, zero, big-endian float4s)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, values: Any) -> None:
+        floats = np.asarray(values, dtype=">f4")
+        self.data = struct.pack(">HH", floats.shape[0], 0) + floats.tobytes()
+
+
+class _BinaryDumper(Dumper):
+    """Sends a :class:`_Binary` as it is. The parameter's type is left to PostgreSQL,
+    which takes it from the column or operator (a ``vector``) and reads the binary."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: _Binary) -> bytes:
+        return obj.data
+
+
+psycopg.adapters.register_dumper(_Binary, _BinaryDumper)
+
+
+class Embedding(VECTOR):
+    """pgvector's column type, its values sent in binary: formatting 384 floats as text
+    costs about a quarter of a millisecond a vector, packing them a few microseconds."""
+
+    cache_ok = True
+
+    def bind_processor(self, dialect: Any) -> Any:
+        def process(value: Any) -> _Binary | None:
+            return None if value is None else _Binary(value)
+
+        return process
+
+
 def fk(
     target: str, *, nullable: bool = False, ondelete: str = "CASCADE", index: bool = True
 ) -> Any:
@@ -44,4 +86,12 @@ def fk(
     )
 
 
-__all__ = ["created_at_field", "datetime", "fk", "id_field", "json_field", "optional_time_field"]
+__all__ = [
+    "Embedding",
+    "created_at_field",
+    "datetime",
+    "fk",
+    "id_field",
+    "json_field",
+    "optional_time_field",
+]

@@ -7,12 +7,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import Column, Computed, Index
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field, SQLModel
 
-from server.models._columns import created_at_field, fk, id_field
+from server.models._columns import Embedding, created_at_field, fk, id_field
 from server.models.memory import EMBEDDING_DIM
 
 PART_TSV_EXPRESSION = "to_tsvector('english'::regconfig, text)"
@@ -62,7 +61,7 @@ class HistoryPart(SQLModel, table=True):
     part: int
     parts: int
     text: str
-    embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM), nullable=False))
+    embedding: Any = Field(default=None, sa_column=Column(Embedding(EMBEDDING_DIM), nullable=False))
     search_tsv: Any = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed(PART_TSV_EXPRESSION, persisted=True), nullable=True),

@@ -14,7 +14,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -29,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field, SQLModel
 
-from server.models._columns import created_at_field, fk, id_field, json_field
+from server.models._columns import Embedding, created_at_field, fk, id_field, json_field
 
 EMBEDDING_DIM = 384
 SCOPES = ("SESSION", "AGENT")
@@ -105,7 +104,7 @@ class MemoryVersion(SQLModel, table=True):
     content: str | None = None
     kind: str
     labels: dict[str, Any] = json_field(nullable=False)
-    embedding: Any = Field(default=None, sa_column=Column(Vector(EMBEDDING_DIM), nullable=False))
+    embedding: Any = Field(default=None, sa_column=Column(Embedding(EMBEDDING_DIM), nullable=False))
     search_tsv: Any = Field(
         default=None,
         sa_column=Column(TSVECTOR, Computed(TSV_EXPRESSION, persisted=True), nullable=True),

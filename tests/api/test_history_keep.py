@@ -9,6 +9,7 @@ import math
 import uuid
 from typing import Any
 
+import numpy as np
 from sqlalchemy import text
 
 from tests.api.history_scenario import (
@@ -235,6 +236,30 @@ async def test_r62_a_long_event_is_kept_in_overlapping_parts_that_fit_the_model(
     assert sorted(set(seen), key=seen.index) == words
     one = await api.ok(HISTORY_EVENT, id=event["id"])
     assert one["historyEvent"]["parts"] == parts
+
+
+async def test_r62_a_part_is_stored_with_the_models_own_vector(api: Api) -> None:
+    """Vectors travel to PostgreSQL in pgvector's binary format: what is stored is the
+    model's vector, float for float, for the part's text."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    turn = await s.turn(session)
+    message = f"the invoice {uuid.uuid4().hex} was paid on Tuesday"
+    await s.record(turn, user(message))
+    await s.commit(turn)
+    async with api.database.session() as db:
+        ((part, stored),) = (
+            await db.execute(
+                text("SELECT text, embedding::text FROM history_parts WHERE text LIKE :t"),
+                {"t": f"%{message}%"},
+            )
+        ).all()
+    assert message in part
+    vector, _ = await api.embedder.embed_one(part)
+    # pgvector prints a float4 in its shortest form, which reads back to the same float4
+    floats = np.array(stored.strip("[]").split(","), dtype=np.float32)
+    assert np.array_equal(floats, np.array(vector, dtype=np.float32))
 
 
 async def test_r62_a_turns_parts_are_embedded_in_one_batch(api: Api) -> None:

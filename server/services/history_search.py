@@ -57,11 +57,10 @@ from server.models import (
     Execution,
     HistoryEvent,
     HistoryPart,
-    OutputUse,
 )
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.memory import CallRef, record_tool
-from server.services.search import record_embed
+from server.services.search import record_embed, record_retrieved
 from server.services.turns import TurnScope
 from server.storage.hybrid import (
     Hit,
@@ -154,17 +153,12 @@ async def search_history(
 
     async def body(scope: TurnScope, execution: Execution) -> list[HistoryHit]:
         hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
-        db.add_all(
-            OutputUse(
-                agent_id=scope.turn.agent_id,
-                execution_id=execution.id,
-                kind="RETRIEVED",
-                history_part_id=part.id,
-                rank=rank,
-            )
+        parts = [
+            (rank, part.id)
             for rank, hit in enumerate(hits, start=1)
             for part in ([hit.part] if hit.part is not None else hit.details.parts)
-        )
+        ]
+        await record_retrieved(db, scope, execution, parts=parts)
         return hits
 
     execution, hits = await record_tool(

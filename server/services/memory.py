@@ -110,19 +110,24 @@ async def record_tool(
         )
         await db.commit()
         raise
-    execution.status = "succeeded"
-    execution.output = output(value)
-    execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
+    result = output(value)
     await append_event(
         db,
         turn=scope.turn,
         type="tool.result",
         execution_id=execution.id,
         tool_name=name,
-        payload=execution.output,
+        payload=result,
     )
-    await db.flush()
-    await db.refresh(execution)
+    # ended by the DB clock, and read back in the same statement
+    ended = await db.scalar(
+        update(Execution)
+        .where(col(Execution.id) == execution.id)
+        .values(status="succeeded", output=result, ended_at=func.clock_timestamp())
+        .returning(Execution)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert ended is execution
     return execution, value
 
 

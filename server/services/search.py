@@ -60,7 +60,7 @@ from functools import lru_cache
 from pathlib import PurePath
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, literal, select
+from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, insert, literal, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
@@ -447,29 +447,47 @@ def model_label(embedder: Embedder) -> str:
 
 async def record_embed(
     db: AsyncSession, scope: TurnScope, execution: Execution, embedder: Embedder, tokens: int
-) -> Invocation:
+) -> None:
     """A query's embedding as ``embed`` usage, which no limit counts (R43)."""
     model = model_label(embedder)
-    invocation = Invocation(
-        agent_id=scope.turn.agent_id, execution_id=execution.id, purpose="embed", model=model,
-        input_tokens=tokens, counted=False,
+    invocation = uuid.uuid4()
+    await db.execute(
+        insert(Invocation.__table__),  # type: ignore[attr-defined]
+        {"id": invocation, "agent_id": scope.turn.agent_id, "execution_id": execution.id,
+         "purpose": "embed", "model": model, "input_tokens": tokens, "output_tokens": 0,
+         "counted": False},
     )  # fmt: skip
-    db.add(invocation)
-    await db.flush()
     await append_event(
         db, turn=scope.turn, type="usage", execution_id=execution.id,
         payload={"purpose": "embed", "model": model, "inputTokens": tokens,
-                 "invocation": str(invocation.id), "counted": False},
+                 "invocation": str(invocation), "counted": False},
     )  # fmt: skip
-    return invocation
 
 
-def _retrieved(scope: TurnScope, execution: Execution, items: Sequence[Found]) -> list[OutputUse]:
-    return [
-        OutputUse(agent_id=scope.turn.agent_id, execution_id=execution.id, kind="RETRIEVED",
-                  memory_version_id=item.version.id, rank=rank)
-        for rank, item in enumerate(items, start=1)
-    ]  # fmt: skip
+async def record_retrieved(
+    db: AsyncSession,
+    scope: TurnScope,
+    execution: Execution,
+    *,
+    versions: Sequence[uuid.UUID] = (),
+    parts: Sequence[tuple[int, uuid.UUID]] = (),
+) -> None:
+    """RETRIEVED output uses: what the execution's output put before the model (R43,
+    R63). ``versions`` are record versions in rank order; ``parts`` are history parts with
+    the rank of the result they belong to (an event read whole gives all its parts)."""
+    targets = [(rank, "memory_version_id", v) for rank, v in enumerate(versions, start=1)]
+    targets += [(rank, "history_part_id", p) for rank, p in parts]
+    if not targets:
+        return
+    await db.execute(
+        insert(OutputUse.__table__),  # type: ignore[attr-defined]
+        [
+            {"id": uuid.uuid4(), "agent_id": scope.turn.agent_id, "execution_id": execution.id,
+             "kind": "RETRIEVED", "memory_version_id": None, "history_part_id": None,
+             column: target, "rank": rank}
+            for rank, column, target in targets
+        ],
+    )  # fmt: skip
 
 
 # -- search_memory -----------------------------------------------------------------------
@@ -518,7 +536,7 @@ async def search_memory(
             items, page["next"] = await listed(
                 db, reader=scope.reader, limit=the_limit, after=after, filters=filters
             )
-        db.add_all(_retrieved(scope, execution, items))
+        await record_retrieved(db, scope, execution, versions=[i.version.id for i in items])
         return list(items)
 
     result = await run_tool(
@@ -610,7 +628,7 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         if vector is not None:
             await record_embed(db, ts, execution, embedder, tokens)
-        db.add_all(_retrieved(ts, execution, items))
+        await record_retrieved(db, ts, execution, versions=[i.version.id for i in items])
         return list(items)
 
     result = await run_tool(

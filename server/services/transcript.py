@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.models import Execution, TranscriptEvent, Turn
@@ -32,20 +32,36 @@ async def append_event(
     execution_id: uuid.UUID | None = None,
     tool_name: str | None = None,
     tool_call_id: str | None = None,
-) -> TranscriptEvent:
-    event = TranscriptEvent(
-        agent_id=turn.agent_id,
-        turn_id=turn.id,
-        execution_id=execution_id,
-        sequence=await next_sequence(db, turn_id=turn.id),
-        type=type,
-        payload=payload,
-        tool_name=tool_name,
-        tool_call_id=tool_call_id,
+) -> None:
+    """Append one event to the turn's transcript. Its sequence number is allocated (as
+    :func:`next_sequence` does) and the event written in one statement."""
+    allocated = (
+        update(Turn)
+        .where(Turn.id == turn.id)  # type: ignore[arg-type]
+        .values(event_seq=Turn.event_seq + 1)
+        .returning(Turn.event_seq)  # type: ignore[call-overload]
+        .cte("allocated")
     )
-    db.add(event)
-    await db.flush()
-    return event
+    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
+    values = {
+        "id": uuid.uuid4(),
+        "agent_id": turn.agent_id,
+        "turn_id": turn.id,
+        "execution_id": execution_id,
+        "type": type,
+        "payload": payload,
+        "tool_name": tool_name,
+        "tool_call_id": tool_call_id,
+    }
+    await db.execute(
+        insert(table).from_select(
+            [*values, "sequence"],
+            select(
+                *(literal(v, type_=table.c[k].type) for k, v in values.items()),
+                allocated.c.event_seq,
+            ),
+        )
+    )
 
 
 async def start_execution(

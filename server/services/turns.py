@@ -229,8 +229,13 @@ async def open_scope(
 ) -> TurnScope:
     """Resolve a tool call's turn (it must be open) and its caller execution."""
     turn = await open_turn(db, turn_id=turn_id)
-    agent = await get(db, Agent, turn.agent_id)
-    version = await get(db, AgentVersion, turn.agent_version_id)
+    agent, version = (
+        await db.execute(
+            select(Agent, AgentVersion)
+            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+            .where(col(AgentVersion.id) == turn.agent_version_id)
+        )
+    ).one()
     config = config_of(version, agent)
     if caller_execution_id is None:
         root = await db.scalar(

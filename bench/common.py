@@ -119,6 +119,25 @@ async def timed(calls: Iterable[Callable[[], Any]], *, warmup: int = 5) -> Timin
     return Timings(out)
 
 
+async def timed_side_by_side(
+    first: Iterable[Callable[[], Any]], second: Iterable[Callable[[], Any]], *, warmup: int = 5
+) -> tuple[Timings, Timings]:
+    """Two paths over the same inputs, the i-th call of each timed next to the other's, in
+    alternating order: whichever runs a query first warms the pages for the other, so
+    neither path is always the one to pay for a cold cache."""
+    pairs = list(zip(first, second, strict=True))
+    for a, b in pairs[:warmup]:
+        await a()
+        await b()
+    out: tuple[list[float], list[float]] = ([], [])
+    for i, pair in enumerate(pairs):
+        for which in (0, 1) if i % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            await pair[which]()
+            out[which].append(time.perf_counter() - start)
+    return Timings(out[0]), Timings(out[1])
+
+
 def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     cells = [[_cell(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]

@@ -4,7 +4,9 @@
     (:func:`server.services.search.ranked`: ``SET LOCAL`` of the scan settings,
     the one search statement, loading the records), next to the raw SQL floor:
     the same statement (:func:`server.services.search.ranking_statement`, its text
-    and parameters) run directly with psycopg. Ratio = (a) / floor.
+    and parameters) run directly with psycopg. Ratio = (a) / floor. The two run
+    side by side, query by query in alternating order, so that neither always finds
+    the pages the other just read.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
     RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
@@ -146,7 +148,6 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
 
         return call
 
-    ours = await common.timed([service(t, v) for t, v in qs])
     conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
     settings = scan_settings(10, DEFAULT_PRESET)
     for key, value in settings.items():
@@ -171,7 +172,9 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
 
         return call
 
-    floor = await common.timed([raw(t, v) for t, v in qs])
+    ours, floor = await common.timed_side_by_side(
+        [service(t, v) for t, v in qs], [raw(t, v) for t, v in qs]
+    )
     probe = search.memory_source(reader).probe
     assert probe is not None
     async with db.session() as s:

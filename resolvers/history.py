@@ -147,6 +147,8 @@ class HistoryMutation:
         "with their tool calls, tool results and errors, skill loads, retrievals."
     )
     async def record_events(self, info: Info, input: RecordEventsInput) -> RecordEventsPayload:
+        made: list[models.TranscriptEvent] = []  # this call's rows; none when a key replays
+
         async def run() -> dict[str, Any]:
             rows = await history_record.record_events(
                 db,
@@ -164,13 +166,16 @@ class HistoryMutation:
                     for e in input.events
                 ],
             )
+            made.extend(rows)
             return {"events": [str(r.id) for r in rows]}
 
         db = info.context.db
         result = await info.context.once(
             "recordEvents", key=input.idempotency_key, request=_request(input), run=run
         )
-        rows = await history_reads.transcript_events(db, [uuid.UUID(e) for e in result["events"]])
+        rows = made or await history_reads.transcript_events(
+            db, [uuid.UUID(e) for e in result["events"]]
+        )
         return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
     @strawberry.mutation(

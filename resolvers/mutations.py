@@ -221,6 +221,8 @@ class Mutation:
 
     @strawberry.mutation(description="Open a turn; returns the pinned lines (R30).")
     async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
+        made: list[turns.BegunTurn] = []  # this call's rows; none when a key replays
+
         async def run() -> dict[str, Any]:
             begun = await turns.begin_turn(
                 db,
@@ -231,6 +233,7 @@ class Mutation:
                 replay_of=input.replay_of,
                 retry_of=input.retry_of,
             )
+            made.append(begun)
             return {
                 "turn": str(begun.turn.id),
                 "execution": str(begun.execution.id),
@@ -249,8 +252,11 @@ class Mutation:
         result = await info.context.once(
             "beginTurn", key=input.idempotency_key, request=_input_dict(input), run=run
         )
-        turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
-        execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+        if made:
+            turn, execution = made[0].turn, made[0].execution
+        else:
+            turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
+            execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
         return BeginTurnPayload(
             turn=TurnType(row=turn),
             execution=ExecutionType(row=execution),
@@ -377,14 +383,17 @@ class Mutation:
 async def _close(
     info: Info, operation: str, input: TurnInput | FailTurnInput, call: Any
 ) -> TurnType:
+    made: list[models.Turn] = []  # the closed turn; none when a key replays
+
     async def run() -> dict[str, Any]:
         turn = await call(db)
+        made.append(turn)
         return {"turn": str(turn.id)}
 
     db = info.context.db
     result = await info.context.once(
         operation, key=input.idempotency_key, request=_input_dict(input), run=run
     )
-    turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
+    turn = made[0] if made else await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)
     return TurnType(row=turn)

@@ -41,7 +41,7 @@ from sqlmodel import col
 
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.errors import BadInputError, ConflictError
+from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent, Turn
 from server.services.turns import open_scope
 
@@ -87,11 +87,8 @@ async def record_events(
     turn's own). The whole batch is checked first; a bad event fails the call
     and records nothing.
     """
-    scope = await open_scope(db, turn_id=turn_id, caller_execution_id=execution_id)
-    # serialise recorders of one turn, so call ids stay unique and answered once
-    locked = await db.get(Turn, turn_id, with_for_update=True, populate_existing=True)
-    if locked is None or locked.status != "open":
-        raise ConflictError(f"turn {turn_id} is no longer open")
+    # exclusive: recorders of one turn take turns, so call ids stay unique and answered once
+    scope = await open_scope(db, turn_id=turn_id, caller_execution_id=execution_id, exclusive=True)
     if not 1 <= len(events) <= MAX_EVENTS:
         raise BadInputError(f"events must hold 1 to {MAX_EVENTS} events", field="events")
     calls, answered = await _calls_of(db, turn_id)

@@ -209,14 +209,20 @@ async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntr
     ]
 
 
-async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
+async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = False) -> Turn:
     """The turn, which must be open, held open until this transaction ends (R12).
 
     ``FOR KEY SHARE`` lets the calls of one turn run side by side but makes a concurrent
     commit, rollback or fail wait for them (or them see it closed), so nothing is
-    written to a turn after it closed.
+    written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
+    call of the turn at a time (read fresh).
     """
-    turn = await db.get(Turn, turn_id, with_for_update={"read": True, "key_share": True})
+    turn = await db.get(
+        Turn,
+        turn_id,
+        with_for_update=True if exclusive else {"read": True, "key_share": True},
+        populate_existing=exclusive,
+    )
     if turn is None:
         raise NotFoundError(f"no turn with id {turn_id}")
     if turn.status != "open":
@@ -225,10 +231,15 @@ async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
 
 
 async def open_scope(
-    db: AsyncSession, *, turn_id: uuid.UUID, caller_execution_id: uuid.UUID | None = None
+    db: AsyncSession,
+    *,
+    turn_id: uuid.UUID,
+    caller_execution_id: uuid.UUID | None = None,
+    exclusive: bool = False,
 ) -> TurnScope:
-    """Resolve a tool call's turn (it must be open) and its caller execution."""
-    turn = await open_turn(db, turn_id=turn_id)
+    """Resolve a tool call's turn (it must be open, :func:`open_turn`) and its caller
+    execution."""
+    turn = await open_turn(db, turn_id=turn_id, exclusive=exclusive)
     agent, version = (
         await db.execute(
             select(Agent, AgentVersion)

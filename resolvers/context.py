@@ -71,7 +71,7 @@ class Context:
         operation: str,
         *,
         key: str | None,
-        request: dict[str, Any],
+        request: dict[str, Any] | Callable[[], dict[str, Any]],
         run: Callable[[], Awaitable[dict[str, Any]]],
     ) -> dict[str, Any]:
         """One idempotent mutation: ``run`` in a :meth:`unit`, at most once per caller,

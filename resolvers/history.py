@@ -171,7 +171,7 @@ class HistoryMutation:
 
         db = info.context.db
         result = await info.context.once(
-            "recordEvents", key=input.idempotency_key, request=_request(input), run=run
+            "recordEvents", key=input.idempotency_key, request=lambda: _request(input), run=run
         )
         rows = made or await history_reads.transcript_events(
             db, [uuid.UUID(e) for e in result["events"]]

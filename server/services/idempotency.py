@@ -34,17 +34,19 @@ async def once(
     caller: str,
     operation: str,
     key: str | None,
-    request: dict[str, Any],
+    request: dict[str, Any] | Callable[[], dict[str, Any]],
     run: Callable[[], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """Run ``run`` once per key; its result must be a JSON object (ids to reload)."""
+    """Run ``run`` once per key; its result must be a JSON object (ids to reload).
+    ``request`` (or the function that makes it, called only when there is a key) is
+    the input the key is bound to."""
     if key is None:
         return await run()
     if not 0 < len(key) <= MAX_KEY:
         raise BadInputError(
             f"idempotencyKey must be 1 to {MAX_KEY} characters", field="idempotencyKey"
         )
-    digest = request_hash(request)
+    digest = request_hash(request() if callable(request) else request)
     stored = await _stored(db, caller, operation, key)
     if stored is not None:
         return _replay(stored, digest)

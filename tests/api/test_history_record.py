@@ -164,3 +164,20 @@ async def test_record_events_is_idempotent(api: Api) -> None:
     assert [e["type"] for e in await _transcript(api, turn)].count("message.user") == 1
     _, ext = await api.error(RECORD, turn=turn, events=[user("other")], key="k1")
     assert ext["code"] == "CONFLICT"
+
+
+async def test_a_repeated_idempotency_key_returns_the_first_events_and_records_nothing_more(
+    api: Api,
+) -> None:
+    """The runtime may resend a batch (a timeout, a retry): with the same key and the same
+    events it gets the events the first call recorded; with other events, a CONFLICT."""
+    _, _, turn = await _open(api)
+    events = [user("Where is my parcel?"), agent("Let me look", ("p1", "track", {"id": 3}))]
+    first = (await api.ok(RECORD, turn=turn, events=events, key="batch-1"))["recordEvents"]
+    before = await _transcript(api, turn)
+    again = (await api.ok(RECORD, turn=turn, events=events, key="batch-1"))["recordEvents"]
+    assert again == first
+    assert await _transcript(api, turn) == before
+    message, ext = await api.error(RECORD, turn=turn, events=[user("Other")], key="batch-1")
+    assert ext["code"] == "CONFLICT" and "different input" in message
+    assert await _transcript(api, turn) == before

@@ -8,6 +8,7 @@ still recorded, so the transcript shows what was tried.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -455,7 +456,7 @@ async def add_memory(
             await _check_pin_budget(
                 db, ts, text, record_id, old[0].id if old and old[0].pinned else None
             )
-        vector, _ = await embedder.embed_one(f"{text}\n{content}" if content else text)
+        vector, _ = await embedding
         record = MemoryRecord(
             id=record_id,
             agent_id=ts.turn.agent_id,
@@ -501,9 +502,28 @@ async def add_memory(
             )
         return items
 
-    return await run_tool(
-        db, ref=ref, name="add_memory", input=args, output_key="memories", body=body
+    # The vector is needed whenever the call succeeds: its forward pass runs while the
+    # turn is locked and the execution written, not after.
+    text = summary.strip()
+    valid = 0 < len(text) <= MAX_SUMMARY and "\n" not in text
+    embedding = asyncio.ensure_future(
+        embedder.embed_one(f"{text}\n{content}" if content else text)
+        if valid and (content is None or len(content) <= MAX_CONTENT)
+        else _refused()  # the body refuses such input before it needs a vector
     )
+    try:
+        return await run_tool(
+            db, ref=ref, name="add_memory", input=args, output_key="memories", body=body
+        )
+    finally:
+        if not embedding.done():
+            embedding.cancel()  # refused before it was needed
+        elif not embedding.cancelled():
+            embedding.exception()  # looked at, whether or not the body got that far
+
+
+async def _refused() -> tuple[list[float], int]:
+    raise AssertionError("a refused add_memory has no vector")
 
 
 async def read_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID) -> ToolResult:

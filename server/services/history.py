@@ -25,8 +25,9 @@ twice in every later search.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -48,6 +49,18 @@ from server.services.agents import config_of
 from server.services.lookup import get
 
 
+class _EventColumns(Protocol):
+    """What keeping reads of a transcript event."""
+
+    id: uuid.UUID
+    sequence: int
+    type: str
+    tool_name: str | None
+    tool_call_id: str | None
+    execution_id: uuid.UUID | None
+    payload: dict[str, Any]
+
+
 @dataclass(frozen=True, slots=True)
 class _Source:
     """The transcript event a kept event comes from (plain values: a prepared keep
@@ -58,7 +71,7 @@ class _Source:
     tool_call_id: str | None
 
     @classmethod
-    def of(cls, event: TranscriptEvent) -> _Source:
+    def of(cls, event: _EventColumns) -> _Source:
         return cls(event.id, event.sequence, event.tool_call_id)
 
 
@@ -203,15 +216,23 @@ async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Pr
 async def _kept_events(
     db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
 ) -> list[_Kept]:
-    # populate_existing: read again, as prepared, the executions may since have ended
-    events = (
-        await db.scalars(
-            select(TranscriptEvent)
+    # the events' columns, not ORM rows: nothing here changes them
+    events: Sequence[_EventColumns] = (
+        await db.execute(
+            select(
+                col(TranscriptEvent.id),
+                col(TranscriptEvent.sequence),
+                col(TranscriptEvent.type),
+                col(TranscriptEvent.tool_name),
+                col(TranscriptEvent.tool_call_id),
+                col(TranscriptEvent.execution_id),
+                col(TranscriptEvent.payload),
+            )
             .where(col(TranscriptEvent.turn_id) == turn_id)
             .order_by(col(TranscriptEvent.sequence))
-            .execution_options(populate_existing=True)
         )
     ).all()
+    # populate_existing: read again, as prepared, the executions may since have ended
     executions = {
         e.id: e
         for e in (
@@ -253,7 +274,7 @@ async def _kept_events(
     return [k for k in kept if k.text.strip()]
 
 
-def _runtime_text(event: TranscriptEvent) -> str:
+def _runtime_text(event: _EventColumns) -> str:
     payload = event.payload
     if event.type == rules.AGENT_MESSAGE:
         calls = [ToolCall.from_json(c) for c in payload.get("toolCalls", [])]

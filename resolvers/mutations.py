@@ -394,6 +394,8 @@ async def _close(
     result = await info.context.once(
         operation, key=input.idempotency_key, request=_input_dict(input), run=run
     )
-    turn = made[0] if made else await get(db, models.Turn, uuid.UUID(result["turn"]))
+    if made:  # closed by this call: the row holds what it wrote
+        return TurnType(row=made[0])
+    turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)
     return TurnType(row=turn)

@@ -46,7 +46,6 @@ from server.models import (
     Turn,
 )
 from server.services.agents import config_of
-from server.services.lookup import get
 
 
 class _EventColumns(Protocol):
@@ -201,8 +200,14 @@ async def keep_turn(
 async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Prepared | None:
     if turn.session_id is None or turn.replay_of_id is not None:
         return None
-    version = await get(db, AgentVersion, turn.agent_version_id)
-    config = config_of(version, await get(db, Agent, turn.agent_id))
+    agent, version = (
+        await db.execute(
+            select(Agent, AgentVersion)
+            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+            .where(col(AgentVersion.id) == turn.agent_version_id)
+        )
+    ).one()
+    config = config_of(version, agent)
     if config.history is None:
         return None
     kept = await _kept_events(db, turn.id, config.history.index)

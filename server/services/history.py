@@ -193,8 +193,9 @@ async def keep_turn(
             }
             for n, text in enumerate(parts, start=1)
         )
-    await db.execute(insert(HistoryEvent), event_rows)
-    await db.execute(insert(HistoryPart), part_rows)
+    # Core inserts of the tables: the rows are complete, no ORM bookkeeping is needed
+    await db.execute(insert(HistoryEvent.__table__), event_rows)  # type: ignore[attr-defined]
+    await db.execute(insert(HistoryPart.__table__), part_rows)  # type: ignore[attr-defined]
 
 
 async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Prepared | None:

@@ -216,6 +216,15 @@ def _snap(word_starts: Sequence[bool], at: int, *, floor: int) -> int:
     return at
 
 
+def fits_one_part(text: str, size: int = PART_TOKENS) -> bool:
+    """Whether ``text`` is one part whatever its tokens: it has fewer UTF-8 bytes than a
+    part has tokens. A subword tokenizer's every piece covers at least one byte of the
+    text (WordPiece a character, byte-level BPE a byte), but for one leading piece of
+    none (SentencePiece's word-start mark); special tokens are not counted. Such a text
+    needs no tokenizer pass: :func:`split_text` would give ``[text.strip()]``."""
+    return len(text.encode("utf-8", "surrogatepass")) < size
+
+
 def split_text(text: str, offsets: Sequence[tuple[int, int]], **kw: int) -> list[str]:
     """``text`` cut into parts by :func:`token_windows` over its tokens' character offsets."""
     if not offsets:

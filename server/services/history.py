@@ -292,7 +292,9 @@ async def _split(embedder: Embedder, texts: list[str]) -> list[list[str]]:
     """Each text cut into parts that fit the model (token-aware, :mod:`rules`)."""
     if not embedder.loaded:
         await embedder.aload()
+    long = [text for text in texts if not rules.fits_one_part(text)]
+    offsets = iter(embedder.token_offsets(long) if long else [])
     return [
-        rules.split_text(text, offsets)
-        for text, offsets in zip(texts, embedder.token_offsets(texts), strict=True)
+        [text.strip()] if rules.fits_one_part(text) else rules.split_text(text, next(offsets))
+        for text in texts
     ]

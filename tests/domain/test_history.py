@@ -8,7 +8,7 @@ import math
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server.domain import history as rules
@@ -24,6 +24,7 @@ from server.domain.history import (
     token_windows,
     visible_part,
 )
+from server.embedding import Embedder
 
 KEPT_TYPES = [rules.USER_MESSAGE, rules.AGENT_MESSAGE, rules.TOOL_RESULT, rules.TOOL_ERROR]
 
@@ -231,3 +232,24 @@ def test_r62_keyword_weight_is_the_words_inverse_document_frequency() -> None:
     )
     assert 0 < rules.keyword_weight(400, 400) < 0.01
     assert rules.keyword_weight(0, 400) == pytest.approx(math.log(1 + 400.5 / 0.5))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("abcXYZ019 .,!?'-\n\té€日本語😀🧠"))
+        | st.characters(blacklist_categories=("Cs",)),
+        max_size=260,
+    )
+)
+def test_a_text_that_fits_one_part_by_its_bytes_is_one_part_by_its_tokens(
+    embedder: Embedder, text: str
+) -> None:
+    """R62: keeping skips the tokenizer for a text with fewer UTF-8 bytes than a part has
+    tokens; the model's own tokenizer agrees that it is one part, as cut would make it."""
+    if not rules.fits_one_part(text):
+        return
+    (offsets,) = embedder.token_offsets([text])
+    assert len(offsets) < rules.PART_TOKENS
+    if text.strip():
+        assert split_text(text, offsets) == [text.strip()]

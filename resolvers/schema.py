@@ -14,7 +14,7 @@ from resolvers.mutations import Mutation as CoreMutation
 from resolvers.permissions import AccessGate
 from resolvers.queries import Query as CoreQuery
 from resolvers.search import SearchMutation
-from resolvers.security import schema_extensions
+from resolvers.security import UnicodeVariables, schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
@@ -31,12 +31,20 @@ def build_schema(
     *, extensions: list[Any] | None = None, settings: Settings | None = None
 ) -> strawberry.Schema:
     """With ``settings``, the hardening limits of :mod:`resolvers.security` apply. The
-    limits run first, then authentication, then the access gate (docs/security.md)."""
+    limits run first, then the check that variables are Unicode text, then
+    authentication, then the access gate (docs/security.md)."""
     limits = schema_extensions(settings) if settings is not None else []
     return _Schema(
         query=merge_types("Query", QUERIES),
         mutation=merge_types("Mutation", MUTATIONS),
-        extensions=[DomainErrors, *limits, Authentication, AccessGate, *(extensions or [])],
+        extensions=[
+            DomainErrors,
+            *limits,
+            UnicodeVariables,
+            Authentication,
+            AccessGate,
+            *(extensions or []),
+        ],
     )
 
 

@@ -169,6 +169,48 @@ def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:
     return QueryCostLimiter
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(value: Any, path: str = "") -> str | None:
+    """Where in ``value`` (variables: objects, lists, strings) a string or key holds a
+    lone surrogate, as ``events[2].text``; ``None`` if nowhere."""
+    if isinstance(value, str):
+        return path if _SURROGATE.search(value) else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and _SURROGATE.search(key):
+                return here
+            found = lone_surrogate_at(item, here)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = lone_surrogate_at(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+class UnicodeVariables(SchemaExtension):
+    """Refuses variables holding text that is not Unicode: a lone surrogate, which JSON
+    can spell (``"\\ud800"``) but UTF-8, and so PostgreSQL, cannot store. A query's own
+    string literals cannot hold one (the GraphQL lexer refuses it)."""
+
+    def on_execute(self) -> Iterator[None]:
+        context = self.execution_context
+        if context.result is None and context.variables:
+            at = lone_surrogate_at(context.variables)
+            if at is not None:
+                context.result = _refuse(
+                    BadInputError(
+                        f"{at} is not valid Unicode text: it holds a lone surrogate", field=at
+                    )
+                )
+        yield
+
+
 class NoSuggestions(SchemaExtension):
     """Strips "Did you mean ...?" from errors, so that a probe learns no field names."""
 

@@ -181,3 +181,21 @@ async def test_a_repeated_idempotency_key_returns_the_first_events_and_records_n
     message, ext = await api.error(RECORD, turn=turn, events=[user("Other")], key="batch-1")
     assert ext["code"] == "CONFLICT" and "different input" in message
     assert await _transcript(api, turn) == before
+
+
+async def test_text_that_is_not_unicode_is_bad_input_and_records_nothing(api: Api) -> None:
+    """JSON can spell a lone surrogate ("\\ud800"), which no UTF-8 text (and so no
+    PostgreSQL row) can hold: the variable is refused by name, nothing is recorded."""
+    _, _, turn = await _open(api)
+    before = await _transcript(api, turn)
+    events = [user("fine"), {"type": "USER_MESSAGE", "text": "half a pair \ud83d here"}]
+    message, ext = await api.error(RECORD, turn=turn, events=events)
+    assert ext == {"code": "BAD_INPUT", "field": "events[1].text"}, (message, ext)
+    assert "lone surrogate" in message
+    calls = [agent("ok", ("c\udfff", "lookup", {"k\ud800": 1}))]
+    _, ext = await api.error(RECORD, turn=turn, events=calls)
+    assert ext["field"] == "events[0].toolCalls[0].id"
+    assert await _transcript(api, turn) == before
+    assert (await api.ok(RECORD, turn=turn, events=[user("emoji 😀 are whole pairs")]))[
+        "recordEvents"
+    ]["events"]

@@ -172,24 +172,25 @@ def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def lone_surrogate_at(value: Any, path: str = "") -> str | None:
+def lone_surrogate_at(value: Any) -> str | None:
     """Where in ``value`` (variables: objects, lists, strings) a string or key holds a
-    lone surrogate, as ``events[2].text``; ``None`` if nowhere."""
-    if isinstance(value, str):
-        return path if _SURROGATE.search(value) else None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and _SURROGATE.search(key):
-                return here
-            found = lone_surrogate_at(item, here)
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = lone_surrogate_at(item, f"{path}[{i}]")
-            if found is not None:
-                return found
+    lone surrogate, as ``events[2].text``; ``None`` if nowhere. Iterative: however deep
+    the JSON nests, this does not recurse."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path
+        elif isinstance(item, Mapping):
+            for key, child in reversed(list(item.items())):
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    # named escaped: the answer must itself be UTF-8
+                    key = key.encode("utf-8", "backslashreplace").decode()
+                    return f"{path}.{key}" if path else key
+                stack.append((f"{path}.{key}" if path else str(key), child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
     return None
 
 

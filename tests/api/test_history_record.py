@@ -195,6 +195,10 @@ async def test_text_that_is_not_unicode_is_bad_input_and_records_nothing(api: Ap
     calls = [agent("ok", ("c\udfff", "lookup", {"k\ud800": 1}))]
     _, ext = await api.error(RECORD, turn=turn, events=calls)
     assert ext["field"] == "events[0].toolCalls[0].id"
+    calls = [agent("ok", ("c1", "lookup", {"k\ud800": 1}))]
+    message, ext = await api.error(RECORD, turn=turn, events=calls)
+    assert ext["field"] == "events[0].toolCalls[0].arguments.k\\ud800"  # escaped, not echoed
+    message.encode("utf-8")  # the answer itself is UTF-8
     assert await _transcript(api, turn) == before
     assert (await api.ok(RECORD, turn=turn, events=[user("emoji 😀 are whole pairs")]))[
         "recordEvents"

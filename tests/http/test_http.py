@@ -272,3 +272,19 @@ async def test_graphiql_is_served_in_dev_mode_only(
         assert "graphiql" not in page.text.lower()
         # the API itself still works
         assert await _ok(client, '{ agents(namespace: "none", first: 1) { edges { cursor } } }')
+
+
+async def test_json_that_spells_a_lone_surrogate_is_bad_input(client: httpx.AsyncClient) -> None:
+    """JSON may escape half a surrogate pair; the body parses, the text is not Unicode:
+    a typed BAD_INPUT naming the variable, never a 500 or INTERNAL."""
+    body = (
+        '{"query": "query($after: String) { agents(namespace: \\"x\\", first: 5, '
+        'after: $after) { edges { cursor } } }", "variables": {"after": "ab\\ud800cd"}}'
+    )
+    response = await client.post(
+        "/graphql", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200
+    (error,) = response.json()["errors"]
+    assert error["extensions"] == {"code": "BAD_INPUT", "field": "after"}
+    _assert_no_leak(error)

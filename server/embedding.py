@@ -18,9 +18,9 @@ length over everything queued, rather than over one request's texts, is what
 lets concurrent commits waste little on padding. Taking the oldest text every
 time bounds each wait: a query waits at most for the pass running when it
 arrived, and a bulk text for the urgent texts and the bulk texts queued before
-it. A request is
-answered as soon as the passes holding its texts are done. Repeated texts are
-answered from an LRU cache, and a text queued twice is encoded once.
+it. A request is answered as soon as the passes holding its texts are done.
+Repeated texts are answered from an LRU cache, and a text queued twice is
+encoded once.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``): the
 sentence-transformers model (transformer, mean pooling, normalisation) is

@@ -11,18 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.models import Execution, TranscriptEvent, Turn
 
 
-async def next_sequence(db: AsyncSession, *, turn_id: uuid.UUID) -> int:
-    """Allocate the next transcript sequence number of a turn (atomic)."""
-    value = await db.scalar(
-        update(Turn)
-        .where(Turn.id == turn_id)  # type: ignore[arg-type]
-        .values(event_seq=Turn.event_seq + 1)
-        .returning(Turn.event_seq)  # type: ignore[call-overload]
-    )
-    assert value is not None
-    return int(value)
-
-
 async def append_event(
     db: AsyncSession,
     *,
@@ -33,8 +21,9 @@ async def append_event(
     tool_name: str | None = None,
     tool_call_id: str | None = None,
 ) -> None:
-    """Append one event to the turn's transcript. Its sequence number is allocated (as
-    :func:`next_sequence` does) and the event written in one statement."""
+    """Append one event to the turn's transcript, in one statement: the turn's
+    ``event_seq`` is advanced atomically and the event takes the new value as its
+    sequence number."""
     allocated = (
         update(Turn)
         .where(Turn.id == turn.id)  # type: ignore[arg-type]

@@ -47,6 +47,7 @@ from strawberry.extensions import (
     ValidationCache,
 )
 
+from server.domain.text import LONE_SURROGATE, first_match
 from server.errors import BadInputError
 from server.settings import Settings
 
@@ -169,29 +170,9 @@ def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:
     return QueryCostLimiter
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def lone_surrogate_at(value: Any) -> str | None:
-    """Where in ``value`` (variables: objects, lists, strings) a string or key holds a
-    lone surrogate, as ``events[2].text``; ``None`` if nowhere. Iterative: however deep
-    the JSON nests, this does not recurse."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return path
-        elif isinstance(item, Mapping):
-            for key, child in reversed(list(item.items())):
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    # named escaped: the answer must itself be UTF-8
-                    key = key.encode("utf-8", "backslashreplace").decode()
-                    return f"{path}.{key}" if path else key
-                stack.append((f"{path}.{key}" if path else str(key), child))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
-    return None
+    """Where in ``value`` (variables) a string or key holds a lone surrogate."""
+    return first_match(value, LONE_SURROGATE)
 
 
 class UnicodeVariables(SchemaExtension):

@@ -855,3 +855,25 @@ async def test_r26_delete_and_read_outputs(api: Api) -> None:
     deleted = (await api.ok(DELETE, turn=turn, id=record))["deleteMemory"]["execution"]
     assert deleted["name"] == "delete_memory"
     assert [(m["id"], m["status"]) for m in deleted["output"]["memories"]] == [(record, "DELETED")]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"summary": "prefers \x00 email"}, "summary"),
+        ({"summary": "ok", "content": "line\x00two"}, "content"),
+        ({"summary": "ok", "kind": "fa\x00ct"}, "kind"),
+    ],
+)
+async def test_a_tool_argument_with_nul_is_bad_input_and_records_nothing(
+    api: Api, arguments: dict[str, Any], field: str
+) -> None:
+    """A native tool keeps its arguments as its execution's input, and PostgreSQL holds
+    no NUL: the call is BAD_INPUT naming the argument, and the turn shows no trace."""
+    s = Scenario(api)
+    await s.agent(memory_config())
+    turn = await s.turn(await s.session())
+    before = await turn_view(api, turn)
+    message, ext = await api.error(ADD, turn=turn, **arguments)
+    assert ext == {"code": "BAD_INPUT", "field": field}, message
+    assert await turn_view(api, turn) == before

@@ -170,11 +170,6 @@ def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:
     return QueryCostLimiter
 
 
-def lone_surrogate_at(value: Any) -> str | None:
-    """Where in ``value`` (variables) a string or key holds a lone surrogate."""
-    return first_match(value, LONE_SURROGATE)
-
-
 class UnicodeVariables(SchemaExtension):
     """Refuses variables holding text that is not Unicode: a lone surrogate, which JSON
     can spell (``"\\ud800"``) but UTF-8, and so PostgreSQL, cannot store. A query's own
@@ -183,7 +178,7 @@ class UnicodeVariables(SchemaExtension):
     def on_execute(self) -> Iterator[None]:
         context = self.execution_context
         if context.result is None and context.variables:
-            at = lone_surrogate_at(context.variables)
+            at = first_match(context.variables, LONE_SURROGATE)
             if at is not None:
                 context.result = _refuse(
                     BadInputError(

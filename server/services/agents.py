@@ -78,6 +78,18 @@ async def publish_version(
     return version
 
 
+async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
+    """An agent version and its agent, in one statement (a turn names its version)."""
+    agent, version = (
+        await db.execute(
+            select(Agent, AgentVersion)
+            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+            .where(col(AgentVersion.id) == version_id)
+        )
+    ).one()
+    return version, agent
+
+
 async def latest_version(db: AsyncSession, *, agent_id: uuid.UUID) -> AgentVersion:
     version: AgentVersion | None = await db.scalar(
         select(AgentVersion)

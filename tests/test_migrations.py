@@ -122,19 +122,20 @@ def test_vector_and_text_indexes_have_the_declared_methods(
             for key, value in (options["with"] or {}).items():
                 assert f"{key}='{value}'" in definition, definition
             checked += 1
-    # two HNSW indexes (memory versions, history parts) and three GIN indexes (one of
-    # them over (agent_id, search_tsv) with btree_gin)
-    assert checked == 5
+    # one HNSW index (memory versions) and three GIN indexes (one of them over
+    # (agent_id, search_tsv) with btree_gin)
+    assert checked == 4
 
 
-def _storage(engine: Engine) -> dict[str, str]:
+def _storage(engine: Engine, table: str = "memory_versions") -> dict[str, str]:
     with engine.connect() as conn:
         rows = conn.execute(
             text(
                 "SELECT attname, attstorage FROM pg_attribute"
-                " WHERE attrelid = 'memory_versions'::regclass"
+                " WHERE attrelid = CAST(:table AS regclass)"
                 " AND attname IN ('embedding', 'search_tsv')"
-            )
+            ),
+            {"table": table},
         )
         return {name: storage for name, storage in rows}
 
@@ -166,5 +167,22 @@ def test_0005_keeps_search_columns_inline_and_its_triggers_come_and_go(
     migrate.downgrade(fresh_url, "0004")
     assert _storage(fresh_engine) == {"embedding": "e", "search_tsv": "x"}
     assert _routines(fresh_engine) == set()
+    migrate.upgrade(fresh_url)
+    assert _differences(fresh_engine) == []
+
+
+def test_0006_ranks_history_parts_exactly_and_its_downgrade_restores_the_index(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0006 (R62): history parts have no HNSW index (a session's parts are
+    ranked exactly) and keep their vector and full-text vector inline; the downgrade
+    brings back the index and the type's storage."""
+    migrate.upgrade(fresh_url)
+    assert "ix_history_parts_embedding" not in _index_definitions(fresh_engine)
+    assert _storage(fresh_engine, "history_parts") == {"embedding": "p", "search_tsv": "m"}
+    migrate.downgrade(fresh_url, "0005")
+    index = _index_definitions(fresh_engine)["ix_history_parts_embedding"]
+    assert "USING hnsw (embedding vector_cosine_ops)" in index, index
+    assert _storage(fresh_engine, "history_parts") == {"embedding": "e", "search_tsv": "x"}
     migrate.upgrade(fresh_url)
     assert _differences(fresh_engine) == []

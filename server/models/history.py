@@ -39,16 +39,12 @@ class HistoryEvent(SQLModel, table=True):
 
 
 class HistoryPart(SQLModel, table=True):
+    """A searchable piece of a kept event. No vector index: a history search ranks its
+    session's parts exactly (migration 0006)."""
+
     __tablename__ = "history_parts"
     __table_args__ = (
         Index("ix_history_parts_session_turn", "session_id", "turn_number"),
-        Index(
-            "ix_history_parts_embedding",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_with={"m": 16, "ef_construction": 64},
-            postgresql_ops={"embedding": "vector_cosine_ops"},
-        ),
         Index("ix_history_parts_tsv", "search_tsv", postgresql_using="gin"),
     )
 

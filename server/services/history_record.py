@@ -91,7 +91,13 @@ async def record_events(
     scope = await open_scope(db, turn_id=turn_id, caller_execution_id=execution_id, exclusive=True)
     if not 1 <= len(events) <= MAX_EVENTS:
         raise BadInputError(f"events must hold 1 to {MAX_EVENTS} events", field="events")
-    calls, answered = await _calls_of(db, turn_id)
+    # plain messages neither make nor answer calls: the turn's calls are read only for
+    # a batch that does
+    with_calls = any(
+        e.tool_calls or e.tool_call_id is not None or e.tool_execution_id is not None
+        for e in events
+    )
+    calls, answered = await _calls_of(db, turn_id) if with_calls else ({}, set())
     rows: list[dict[str, Any]] = []
     for i, event in enumerate(events):
         row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)

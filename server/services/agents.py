@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import uuid
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
@@ -88,6 +89,34 @@ async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[Ag
         )
     ).one()
     return version, agent
+
+
+async def session_to_begin(
+    db: AsyncSession, session_id: uuid.UUID
+) -> tuple[Session, Agent, AgentVersion | None]:
+    """A session, locked (its turns are numbered one at a time), with its agent and the
+    agent's latest version (``None`` before the first is published), in one statement."""
+    newest = (
+        select(AgentVersion)
+        .where(col(AgentVersion.agent_id) == col(Session.agent_id))
+        .order_by(col(AgentVersion.number).desc())
+        .limit(1)
+        .lateral("newest")
+    )
+    latest = aliased(AgentVersion, newest)
+    row = (
+        await db.execute(
+            select(Session, Agent, latest)
+            .join(Agent, col(Agent.id) == col(Session.agent_id))
+            .outerjoin(latest, true())
+            .where(col(Session.id) == session_id)
+            .with_for_update(of=Session)
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError(f"no session with id {session_id}")
+    session, agent, version = row
+    return session, agent, version
 
 
 async def latest_version(db: AsyncSession, *, agent_id: uuid.UUID) -> AgentVersion:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import case, delete, func, null, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -31,7 +31,12 @@ from server.models import (
     Session,
     Turn,
 )
-from server.services.agents import config_of, latest_version, version_and_agent
+from server.services.agents import (
+    config_of,
+    latest_version,
+    session_to_begin,
+    version_and_agent,
+)
 from server.services.lookup import get
 from server.services.transcript import append_event, start_execution
 from server.storage.gate import record_condition, version_in_force
@@ -94,9 +99,9 @@ async def begin_turn(
     if replay_of is not None and retry_of is not None:
         raise BadInputError("a turn is either a replay or a retry, not both", field="replayOf")
     session: Session | None = None
+    latest: AgentVersion | None = None
     if session_id is not None:
-        session = await get(db, Session, session_id, lock=True)
-        agent = await get(db, Agent, session.agent_id)
+        session, agent, latest = await session_to_begin(db, session_id)
     else:
         assert agent_id is not None
         agent = await get(db, Agent, agent_id, lock=True)
@@ -105,7 +110,7 @@ async def begin_turn(
                 "this agent has sessions: begin its turns with sessionId", field="agentId"
             )
     if agent_version_id is None:
-        version = await latest_version(db, agent_id=agent.id)
+        version = latest or await latest_version(db, agent_id=agent.id)
     else:
         version = await get(db, AgentVersion, agent_version_id)
         if version.agent_id != agent.id:
@@ -286,32 +291,53 @@ async def start_helper(
 
 
 async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str | None) -> Turn:
-    turn = await get(db, Turn, turn_id, lock=True)
-    if turn.status != "open":
+    """End an open turn and its running executions. One statement locks the turn (FOR
+    UPDATE: a tool call holds it FOR KEY SHARE until its write lands, which a plain
+    update would not wait for) and closes it; of two closers the second finds it no
+    longer open."""
+    locked = (
+        select(col(Turn.id))
+        .where(col(Turn.id) == turn_id, col(Turn.status) == "open")
+        .with_for_update()
+        .cte("locked")
+    )
+    closed = await db.scalar(
+        update(Turn)
+        .where(col(Turn.id).in_(select(locked.c.id)))
+        .values(status=status, error=error, ended_at=datetime.now(UTC))
+        .returning(Turn)
+        .execution_options(populate_existing=True)
+    )
+    if closed is None:
+        turn = await get(db, Turn, turn_id)
+        await db.refresh(turn)
         raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
-    turn.status = status
-    turn.error = error
-    turn.ended_at = datetime.now(UTC)
-    now = func.clock_timestamp()
     await db.execute(
         update(Execution)
         .where(Execution.turn_id == turn_id, Execution.status == "running")  # type: ignore[arg-type]
-        .values(status="succeeded" if status == "committed" else "failed", ended_at=now)
+        .values(
+            status="succeeded" if status == "committed" else "failed",
+            ended_at=func.clock_timestamp(),
+        )
     )
-    await db.flush()
-    return turn
+    return closed
 
 
 async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     """Publish the turn's staged memory (R12)."""
     turn = await _close(db, turn_id, "committed", None)
-    await db.execute(
-        update(MemoryRecord).where(MemoryRecord.turn_id == turn_id).values(committed=True)  # type: ignore[arg-type]
-    )
+    # one statement: the records it wrote are committed, those it changed released
+    wrote = col(MemoryRecord.turn_id) == turn_id
+    changed = col(MemoryRecord.pending_turn_id) == turn_id
     await db.execute(
         update(MemoryRecord)
-        .where(col(MemoryRecord.pending_turn_id) == turn_id)
-        .values(pending_turn_id=None, prior_status=None, prior_version_id=None)
+        .where(or_(wrote, changed))
+        .values(
+            committed=case((wrote, true()), else_=col(MemoryRecord.committed)),
+            pending_turn_id=case((changed, null()), else_=col(MemoryRecord.pending_turn_id)),
+            prior_status=case((changed, null()), else_=col(MemoryRecord.prior_status)),
+            prior_version_id=case((changed, null()), else_=col(MemoryRecord.prior_version_id)),
+        )
     )
     return turn
 

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, cast, column, func, insert, literal, select, true, update
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -102,23 +103,52 @@ async def record_events(
     for i, event in enumerate(events):
         row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)
         rows.append({"execution_id": scope.caller.id, **row})
-    last = await db.scalar(
+    inserted = await db.scalars(_append(turn_id, scope.turn.agent_id, rows))
+    return sorted(inserted.all(), key=lambda e: e.sequence)
+
+
+def _append(turn_id: uuid.UUID, agent_id: uuid.UUID, rows: list[dict[str, Any]]) -> Any:
+    """One statement that appends ``rows`` to the turn's transcript: the turn's
+    ``event_seq`` is advanced by their number and they take the numbers before it, in
+    order. The rows travel as one JSON array, so the statement is the same whatever
+    their number (prepared once)."""
+    allocated = (
         update(Turn)
-        .where(Turn.id == turn_id)  # type: ignore[arg-type]
+        .where(col(Turn.id) == turn_id)
         .values(event_seq=Turn.event_seq + len(rows))
         .returning(col(Turn.event_seq))
+        .cte("allocated")
     )
-    assert last is not None
-    first = int(last) - len(rows) + 1
-    inserted = await db.scalars(
-        insert(TranscriptEvent).returning(TranscriptEvent, sort_by_parameter_order=True),
-        [
-            {"id": uuid.uuid4(), "agent_id": scope.turn.agent_id, "turn_id": turn_id,
-             "sequence": first + i, "tool_name": None, "tool_call_id": None, **row}
-            for i, row in enumerate(rows)
-        ],
+    given = [
+        {**row, "execution_id": str(row["execution_id"]) if row.get("execution_id") else None}
+        for row in rows
+    ]
+    event = (
+        func.jsonb_array_elements(bindparam("events", given, type_=JSONB))
+        .table_valued(column("value", JSONB), with_ordinality="n")
+        .render_derived(name="event")
+    )
+    value = event.c.value
+    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
+    return (
+        insert(TranscriptEvent)
+        .from_select(
+            ["id", "agent_id", "turn_id", "execution_id", "sequence", "type", "payload",
+             "tool_name", "tool_call_id"],
+            select(
+                func.gen_random_uuid(),
+                literal(agent_id, type_=table.c.agent_id.type),
+                literal(turn_id, type_=table.c.turn_id.type),
+                cast(value["execution_id"].astext, table.c.execution_id.type),
+                allocated.c.event_seq - len(rows) + event.c.n,
+                value["type"].astext,
+                value.op("->", return_type=JSONB)("payload"),
+                value["tool_name"].astext,
+                value["tool_call_id"].astext,
+            ).select_from(allocated.join(event, true())),
+        )
+        .returning(TranscriptEvent)
     )  # fmt: skip
-    return list(inserted.all())
 
 
 async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, ToolCall], set[str]]:

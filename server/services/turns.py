@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import case, delete, func, null, or_, select, true, update
+from sqlalchemy import and_, case, delete, func, null, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -35,7 +35,6 @@ from server.services.agents import (
     config_of,
     latest_version,
     session_to_begin,
-    version_and_agent,
 )
 from server.services.lookup import get
 from server.services.transcript import append_event, start_execution
@@ -242,25 +241,35 @@ async def open_scope(
     caller_execution_id: uuid.UUID | None = None,
     exclusive: bool = False,
 ) -> TurnScope:
-    """Resolve a tool call's turn (it must be open, :func:`open_turn`) and its caller
-    execution."""
-    turn = await open_turn(db, turn_id=turn_id, exclusive=exclusive)
-    version, agent = await version_and_agent(db, turn.agent_version_id)
-    config = config_of(version, agent)
+    """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
+    its agent version and its caller execution (by default the turn's own), in one
+    statement."""
     if caller_execution_id is None:
-        root = await db.scalar(
-            select(Execution).where(
-                col(Execution.turn_id) == turn.id, col(Execution.kind) == "turn"
-            )
-        )
-        assert root is not None
-        caller = root
+        caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
     else:
-        caller = await get(db, Execution, caller_execution_id)
-        if caller.turn_id != turn.id:
+        caller_of = col(Execution.id) == caller_execution_id
+    stmt = (
+        select(Turn, AgentVersion, Agent, Execution)
+        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
+        .outerjoin(Execution, caller_of)
+        .where(col(Turn.id) == turn_id)
+        .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
+        .execution_options(populate_existing=exclusive)
+    )
+    row = (await db.execute(stmt)).first()
+    if row is None:
+        raise NotFoundError(f"no turn with id {turn_id}")
+    turn, version, agent, caller = row
+    if turn.status != "open":
+        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    if caller_execution_id is not None:
+        if caller is None or caller.turn_id != turn.id:
             raise NotFoundError(f"no execution {caller_execution_id} in this turn")
         if caller.kind == "tool":
             raise BadInputError("a native tool call cannot call tools", field="executionId")
+    assert caller is not None
+    config = config_of(version, agent)
     return TurnScope(
         turn=turn,
         agent=agent,

@@ -32,7 +32,7 @@ from inspect import isawaitable
 from typing import Any
 
 from graphql import GraphQLResolveInfo
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlmodel import col
 from strawberry.extensions import SchemaExtension
 from strawberry.permission import BasePermission
@@ -188,20 +188,23 @@ def _field(value: Any, python: str, graphql: str) -> Any:
     return getattr(value, python, None)
 
 
+def _agent_of_statement(model: Any) -> Any:
+    columns = select(col(models.Agent.id), col(models.Agent.namespace))
+    if model is models.Agent:
+        return columns.where(col(models.Agent.id) == bindparam("ref"))
+    return columns.join(model, model.agent_id == models.Agent.id).where(
+        model.id == bindparam("ref")
+    )
+
+
+# built once: each runtime call asks one of these first
+_AGENT_OF = {model: _agent_of_statement(model) for _, _, model in _REFERENCES}
+
+
 async def _agent_of(context: Context, model: Any, ref: uuid.UUID) -> tuple[uuid.UUID, str] | None:
     """The agent (id, namespace) a row belongs to, by a column query: nothing enters the
     session's identity map, so the service's own locked reads see fresh rows."""
-    if model is models.Agent:
-        stmt = select(col(models.Agent.id), col(models.Agent.namespace)).where(
-            col(models.Agent.id) == ref
-        )
-    else:
-        stmt = (
-            select(col(models.Agent.id), col(models.Agent.namespace))
-            .join(model, model.agent_id == models.Agent.id)
-            .where(model.id == ref)
-        )
-    row = (await context.db.execute(stmt)).first()
+    row = (await context.db.execute(_AGENT_OF[model], {"ref": ref})).first()
     return (row[0], row[1]) if row is not None else None
 
 

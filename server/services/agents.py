@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
-from sqlalchemy import func, select, true
+from sqlalchemy import bindparam, func, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -79,23 +80,15 @@ async def publish_version(
     return version
 
 
-async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
-    """An agent version and its agent, in one statement (a turn names its version)."""
-    agent, version = (
-        await db.execute(
-            select(Agent, AgentVersion)
-            .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-            .where(col(AgentVersion.id) == version_id)
-        )
-    ).one()
-    return version, agent
+# built once (each turn and tool call runs one of these)
+_VERSION_AND_AGENT = (
+    select(Agent, AgentVersion)
+    .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+    .where(col(AgentVersion.id) == bindparam("version"))
+)
 
 
-async def session_to_begin(
-    db: AsyncSession, session_id: uuid.UUID
-) -> tuple[Session, Agent, AgentVersion | None]:
-    """A session, locked (its turns are numbered one at a time), with its agent and the
-    agent's latest version (``None`` before the first is published), in one statement."""
+def _session_to_begin() -> Any:
     newest = (
         select(AgentVersion)
         .where(col(AgentVersion.agent_id) == col(Session.agent_id))
@@ -104,15 +97,30 @@ async def session_to_begin(
         .lateral("newest")
     )
     latest = aliased(AgentVersion, newest)
-    row = (
-        await db.execute(
-            select(Session, Agent, latest)
-            .join(Agent, col(Agent.id) == col(Session.agent_id))
-            .outerjoin(latest, true())
-            .where(col(Session.id) == session_id)
-            .with_for_update(of=Session)
-        )
-    ).first()
+    return (
+        select(Session, Agent, latest)
+        .join(Agent, col(Agent.id) == col(Session.agent_id))
+        .outerjoin(latest, true())
+        .where(col(Session.id) == bindparam("session"))
+        .with_for_update(of=Session)
+    )
+
+
+_SESSION_TO_BEGIN = _session_to_begin()
+
+
+async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
+    """An agent version and its agent, in one statement (a turn names its version)."""
+    agent, version = (await db.execute(_VERSION_AND_AGENT, {"version": version_id})).one()
+    return version, agent
+
+
+async def session_to_begin(
+    db: AsyncSession, session_id: uuid.UUID
+) -> tuple[Session, Agent, AgentVersion | None]:
+    """A session, locked (its turns are numbered one at a time), with its agent and the
+    agent's latest version (``None`` before the first is published), in one statement."""
+    row = (await db.execute(_SESSION_TO_BEGIN, {"session": session_id})).first()
     if row is None:
         raise NotFoundError(f"no session with id {session_id}")
     session, agent, version = row

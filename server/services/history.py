@@ -29,14 +29,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain import history as rules
+from server.domain.config import HarnessConfig
 from server.domain.history import ToolCall
 from server.embedding import Embedder
 from server.models import (
+    Agent,
+    AgentVersion,
     Execution,
     HistoryEvent,
     HistoryPart,
@@ -107,27 +110,59 @@ class Prepared:
     vectors: list[list[float]]
 
 
+# what prepare_keep reads of the open turn, with its version and agent (built once)
+_TURN_TO_KEEP = (
+    select(
+        col(Turn.id),
+        col(Turn.agent_id),
+        col(Turn.agent_version_id),
+        col(Turn.session_id),
+        col(Turn.replay_of_id),
+        col(Turn.number),
+        col(Turn.preview),
+        col(Turn.event_seq),
+        AgentVersion,
+        Agent,
+    )
+    .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+    .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
+    .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
+)
+
+# a turn's transcript events in order, each with its execution, and the turn's own
+_KEPT_EVENTS = (
+    select(
+        col(TranscriptEvent.id),
+        col(TranscriptEvent.sequence),
+        col(TranscriptEvent.type),
+        col(TranscriptEvent.tool_name),
+        col(TranscriptEvent.tool_call_id),
+        col(TranscriptEvent.execution_id),
+        col(TranscriptEvent.payload),
+        Execution,
+        select(col(Execution.id))
+        .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.kind) == "turn")
+        .scalar_subquery()
+        .label("own"),
+    )
+    .outerjoin(Execution, col(Execution.id) == col(TranscriptEvent.execution_id))
+    .where(col(TranscriptEvent.turn_id) == bindparam("turn"))
+    .order_by(col(TranscriptEvent.sequence))
+    .execution_options(populate_existing=True)
+)
+
+
 async def prepare_keep(
     db: AsyncSession, embedder: Embedder, *, turn_id: uuid.UUID
 ) -> Prepared | None:
     """Read, split and embed what committing the open turn will keep, before the commit
     locks the turn: the forward pass then holds no lock. :func:`keep_turn` uses it when
     nothing was recorded in between, and does the work again otherwise."""
-    row = (
-        await db.execute(
-            select(
-                col(Turn.id),
-                col(Turn.agent_id),
-                col(Turn.agent_version_id),
-                col(Turn.session_id),
-                col(Turn.replay_of_id),
-                col(Turn.number),
-                col(Turn.preview),
-                col(Turn.event_seq),
-            ).where(col(Turn.id) == turn_id, col(Turn.status) == "open")
-        )
-    ).first()
-    return None if row is None else await _prepare(db, embedder, _TurnFacts(*row))
+    row = (await db.execute(_TURN_TO_KEEP, {"turn": turn_id})).first()
+    if row is None:
+        return None
+    *facts, version, agent = row
+    return await _prepare(db, embedder, _TurnFacts(*facts), config_of(version, agent))
 
 
 async def keep_turn(
@@ -196,11 +231,13 @@ async def keep_turn(
     await db.execute(insert(HistoryPart.__table__), part_rows)  # type: ignore[attr-defined]
 
 
-async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Prepared | None:
+async def _prepare(
+    db: AsyncSession, embedder: Embedder, turn: _TurnFacts, config: HarnessConfig | None = None
+) -> Prepared | None:
     if turn.session_id is None or turn.replay_of_id is not None:
         return None
-    version, agent = await version_and_agent(db, turn.agent_version_id)
-    config = config_of(version, agent)
+    if config is None:
+        config = config_of(*await version_and_agent(db, turn.agent_version_id))
     if config.history is None:
         return None
     kept = await _kept_events(db, turn.id, config.history.index)
@@ -214,34 +251,12 @@ async def _prepare(db: AsyncSession, embedder: Embedder, turn: _TurnFacts) -> Pr
 async def _kept_events(
     db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
 ) -> list[_Kept]:
-    # the events' columns, not ORM rows: nothing here changes them
-    events: Sequence[_EventColumns] = (
-        await db.execute(
-            select(
-                col(TranscriptEvent.id),
-                col(TranscriptEvent.sequence),
-                col(TranscriptEvent.type),
-                col(TranscriptEvent.tool_name),
-                col(TranscriptEvent.tool_call_id),
-                col(TranscriptEvent.execution_id),
-                col(TranscriptEvent.payload),
-            )
-            .where(col(TranscriptEvent.turn_id) == turn_id)
-            .order_by(col(TranscriptEvent.sequence))
-        )
-    ).all()
-    # populate_existing: read again, as prepared, the executions may since have ended
-    executions = {
-        e.id: e
-        for e in (
-            await db.scalars(
-                select(Execution)
-                .where(Execution.turn_id == turn_id)  # type: ignore[arg-type]
-                .execution_options(populate_existing=True)
-            )
-        ).all()
-    }
-    own = next(e.id for e in executions.values() if e.kind == "turn")
+    # the events' columns, not ORM rows (nothing here changes them), each with its
+    # execution (read again: as prepared, it may since have ended) and the turn's own
+    rows = (await db.execute(_KEPT_EVENTS, {"turn": turn_id})).all()
+    events: Sequence[_EventColumns] = rows
+    executions = {r.Execution.id: r.Execution for r in rows if r.Execution is not None}
+    own = rows[0].own if rows else None
     linked = {e.execution_id for e in events if e.tool_call_id is not None}
     kept: list[_Kept] = []
     for event in events:

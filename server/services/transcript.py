@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import insert, literal, select, update
+from sqlalchemy import insert, literal, null, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.models import Execution, TranscriptEvent, Turn
@@ -62,14 +62,20 @@ async def start_execution(
     parent_id: uuid.UUID | None,
     input: dict[str, Any] | None = None,
 ) -> Execution:
-    execution = Execution(
-        agent_id=turn.agent_id,
-        turn_id=turn.id,
-        parent_id=parent_id,
-        kind=kind,
-        name=name,
-        input=input,
+    """A running execution of the turn (one INSERT … RETURNING, no unit of work)."""
+    execution: Execution | None = await db.scalar(
+        insert(Execution)
+        .values(
+            id=uuid.uuid4(),
+            agent_id=turn.agent_id,
+            turn_id=turn.id,
+            parent_id=parent_id,
+            kind=kind,
+            name=name,
+            status="running",
+            input=null() if input is None else input,
+        )
+        .returning(Execution)
     )
-    db.add(execution)
-    await db.flush()
+    assert execution is not None
     return execution

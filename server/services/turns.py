@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import and_, case, delete, func, null, or_, select, true, update
+from sqlalchemy import and_, case, delete, func, insert, null, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -123,18 +123,24 @@ async def begin_turn(
         retry_of=retry_of,
         preview=preview,
     )
-    turn = Turn(
-        agent_id=agent.id,
-        session_id=session.id if session else None,
-        agent_version_id=version.id,
-        number=number,
-        attempt=attempt,
-        preview=preview,
-        replay_of_id=replay_of,
-        retry_of_id=retry_of,
+    # one INSERT … RETURNING, no unit of work
+    turn: Turn | None = await db.scalar(
+        insert(Turn)
+        .values(
+            id=uuid.uuid4(),
+            agent_id=agent.id,
+            session_id=session.id if session else None,
+            agent_version_id=version.id,
+            number=number,
+            attempt=attempt,
+            status="open",
+            preview=preview,
+            replay_of_id=replay_of,
+            retry_of_id=retry_of,
+        )
+        .returning(Turn)
     )
-    db.add(turn)
-    await db.flush()
+    assert turn is not None
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.

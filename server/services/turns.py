@@ -12,9 +12,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import and_, case, delete, func, insert, null, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.selectable import ScalarSelect
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig
@@ -169,9 +171,11 @@ async def _number(
     replay_of: uuid.UUID | None,
     retry_of: uuid.UUID | None,
     preview: bool,
-) -> tuple[int, int, uuid.UUID | None]:
+) -> tuple[int | ScalarSelect[Any], int, uuid.UUID | None]:
     """Turn number, attempt and the replayed turn: a retry keeps the number (and, for a
-    retried replay, what it replays); a replay takes the original's number."""
+    retried replay, what it replays); a replay takes the original's number. A new turn's
+    number is the next after the place's last, counted by the INSERT itself (the place,
+    session or agent, is locked: turns are numbered one at a time)."""
     same_place = col(Turn.session_id) == session.id if session else col(Turn.agent_id) == agent.id
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
@@ -193,10 +197,12 @@ async def _number(
         if original.status != "committed":
             raise ConflictError("only a committed turn can be replayed", field=what)
         return original.number, 1, original.id
-    last = await db.scalar(
-        select(func.max(col(Turn.number))).where(same_place, col(Turn.replay_of_id).is_(None))
+    last = func.coalesce(func.max(col(Turn.number)), 0)
+    return (
+        select(last + 1).where(same_place, col(Turn.replay_of_id).is_(None)).scalar_subquery(),
+        1,
+        None,
     )
-    return (last or 0) + 1, 1, None
 
 
 async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:

@@ -290,6 +290,8 @@ class Embedder:
         loop = asyncio.get_running_loop()
         results: list[tuple[Vector, int] | None] = []
         waits: list[tuple[int, asyncio.Future[tuple[Vector, int]]]] = []
+        if not self.loaded:  # off the loop: loading takes seconds
+            await self.aload()
         # tokenized here, in the caller, so that passes can be chosen by token counts
         unknown = [t for t in dict.fromkeys(texts) if t not in self._cache]
         ids = dict(zip(unknown, self.input_ids(unknown), strict=True)) if unknown else {}

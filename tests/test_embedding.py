@@ -324,3 +324,30 @@ def test_without_a_writable_cache_the_model_runs_in_pytorch(tmp_path: Path) -> N
         assert len(vector) == 384 and tokens > 2
     finally:
         model.close()
+
+
+async def test_the_first_embed_loads_the_model_off_the_event_loop() -> None:
+    """An embedder used before it was loaded loads in its worker thread: the loop keeps
+    running meanwhile, and the vectors are the loaded model's."""
+    model = Embedder(cache_size=0)
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.001)
+            gaps.append(loop.time() - last)
+            last = loop.time()
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    started = loop.time()
+    try:
+        got = await model.embed(["loaded on first use"])
+    finally:
+        task.cancel()
+        model.close()
+    took = loop.time() - started
+    assert model.loaded and len(got.vectors[0]) == EMBEDDING_DIM
+    assert max(gaps) < took / 2, (max(gaps), took)  # the loop was never held for the load

@@ -35,8 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, cast, column, func, insert, literal, select, true, update
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -44,6 +43,7 @@ from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent, Turn
+from server.services.transcript import appending
 from server.services.turns import open_scope
 
 MAX_EVENTS = 100
@@ -103,52 +103,10 @@ async def record_events(
     for i, event in enumerate(events):
         row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)
         rows.append({"execution_id": scope.caller.id, **row})
-    inserted = await db.scalars(_append(turn_id, scope.turn.agent_id, rows))
+    inserted = await db.scalars(
+        appending(turn_id, scope.turn.agent_id, rows).returning(TranscriptEvent)
+    )
     return sorted(inserted.all(), key=lambda e: e.sequence)
-
-
-def _append(turn_id: uuid.UUID, agent_id: uuid.UUID, rows: list[dict[str, Any]]) -> Any:
-    """One statement that appends ``rows`` to the turn's transcript: the turn's
-    ``event_seq`` is advanced by their number and they take the numbers before it, in
-    order. The rows travel as one JSON array, so the statement is the same whatever
-    their number (prepared once)."""
-    allocated = (
-        update(Turn)
-        .where(col(Turn.id) == turn_id)
-        .values(event_seq=Turn.event_seq + len(rows))
-        .returning(col(Turn.event_seq))
-        .cte("allocated")
-    )
-    given = [
-        {**row, "execution_id": str(row["execution_id"]) if row.get("execution_id") else None}
-        for row in rows
-    ]
-    event = (
-        func.jsonb_array_elements(bindparam("events", given, type_=JSONB))
-        .table_valued(column("value", JSONB), with_ordinality="n")
-        .render_derived(name="event")
-    )
-    value = event.c.value
-    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
-    return (
-        insert(TranscriptEvent)
-        .from_select(
-            ["id", "agent_id", "turn_id", "execution_id", "sequence", "type", "payload",
-             "tool_name", "tool_call_id"],
-            select(
-                func.gen_random_uuid(),
-                literal(agent_id, type_=table.c.agent_id.type),
-                literal(turn_id, type_=table.c.turn_id.type),
-                cast(value["execution_id"].astext, table.c.execution_id.type),
-                allocated.c.event_seq - len(rows) + event.c.n,
-                value["type"].astext,
-                value.op("->", return_type=JSONB)("payload"),
-                value["tool_name"].astext,
-                value["tool_call_id"].astext,
-            ).select_from(allocated.join(event, true())),
-        )
-        .returning(TranscriptEvent)
-    )  # fmt: skip
 
 
 async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, ToolCall], set[str]]:

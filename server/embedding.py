@@ -25,12 +25,11 @@ own (:data:`PASS_TOKENS`), so a pass may hold fewer texts than the batch size.
 Lengths are token counts: LoCoMo's dialog turns in batches of 8 by character
 count read 12% padding, by token count 1.4%. Choosing over everything queued,
 rather than over one request's texts, is what lets concurrent commits waste
-little on padding. Taking the oldest text every time
-bounds each wait: a query waits at most for the passes running when it
-arrived, and a bulk text for the urgent texts and the bulk texts queued before
-it. A request is answered as soon as the passes holding its texts are done.
-Repeated texts are answered from an LRU cache, and a text queued twice is
-encoded once.
+little on padding. Taking the oldest text every time bounds each wait: a query
+waits at most for the passes running when it arrived, and a bulk text for the
+urgent texts and the bulk texts queued before it. A request is answered as soon
+as the passes holding its texts are done. Repeated texts are answered from an
+LRU cache, and a text queued twice is encoded once.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``): the
 sentence-transformers model (transformer, mean pooling, normalisation) is
@@ -250,7 +249,7 @@ class Embedder:
         return self._encode_onnx([p.ids for p in batch], self._onnx if alone else self._onnx_one)
 
     def _encode_torch(self, texts: list[str]) -> list[tuple[Vector, int]]:
-        self._counted(1)
+        self._counted()
         vectors = self._model.encode(
             texts,
             batch_size=self.batch_size,
@@ -267,7 +266,7 @@ class Embedder:
     def _encode_onnx(self, ids: list[list[int]], session: Any) -> list[tuple[Vector, int]]:
         """One forward pass in ONNX Runtime over tokenized texts, padded to the longest;
         the tokens read are each text's own."""
-        self._counted(1)
+        self._counted()
         width = max(map(len, ids))
         inputs = np.full((len(ids), width), self._tokenizer.pad_token_id or 0, dtype=np.int64)
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -280,9 +279,9 @@ class Embedder:
             for vector, seq in zip(vectors, ids, strict=True)
         ]
 
-    def _counted(self, passes: int) -> None:
-        with self._queue_lock:
-            self.forward_passes += passes
+    def _counted(self) -> None:
+        with self._queue_lock:  # the workers count passes at once
+            self.forward_passes += 1
 
     async def embed(self, texts: list[str], *, bulk: bool = False) -> Embedded:
         """Embed ``texts``; concurrent calls share forward passes. ``bulk`` texts (a

@@ -233,12 +233,21 @@ async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = F
     written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
     call of the turn at a time (read fresh).
     """
-    turn = await db.get(
-        Turn,
-        turn_id,
-        with_for_update=True if exclusive else {"read": True, "key_share": True},
-        populate_existing=exclusive,
+    row = (await db.execute(_holding(select(Turn), turn_id, exclusive=exclusive))).first()
+    return _still_open(row[0] if row else None, turn_id)
+
+
+def _holding(stmt: Any, turn_id: uuid.UUID, *, exclusive: bool) -> Any:
+    """``stmt`` (which reads the turn) for the one turn, locked as :func:`open_turn`
+    says."""
+    return (
+        stmt.where(col(Turn.id) == turn_id)
+        .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
+        .execution_options(populate_existing=exclusive)
     )
+
+
+def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
     if turn is None:
         raise NotFoundError(f"no turn with id {turn_id}")
     if turn.status != "open":
@@ -265,16 +274,11 @@ async def open_scope(
         .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
         .outerjoin(Execution, caller_of)
-        .where(col(Turn.id) == turn_id)
-        .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
-        .execution_options(populate_existing=exclusive)
     )
-    row = (await db.execute(stmt)).first()
-    if row is None:
-        raise NotFoundError(f"no turn with id {turn_id}")
-    turn, version, agent, caller = row
-    if turn.status != "open":
-        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
+    row = (await db.execute(_holding(stmt, turn_id, exclusive=exclusive))).first()
+    turn = _still_open(row[0] if row else None, turn_id)
+    assert row is not None
+    _, version, agent, caller = row
     if caller_execution_id is not None:
         if caller is None or caller.turn_id != turn.id:
             raise NotFoundError(f"no execution {caller_execution_id} in this turn")

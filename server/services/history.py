@@ -50,7 +50,7 @@ from server.services.agents import config_of, version_and_agent
 
 
 class _EventColumns(Protocol):
-    """What keeping reads of a transcript event."""
+    """What keeping reads of a transcript event, and of its execution (``run_*``)."""
 
     id: uuid.UUID
     sequence: int
@@ -59,6 +59,12 @@ class _EventColumns(Protocol):
     tool_call_id: str | None
     execution_id: uuid.UUID | None
     payload: dict[str, Any]
+    run_kind: str | None
+    run_parent: uuid.UUID | None
+    run_name: str | None
+    run_status: str | None
+    run_output: dict[str, Any] | None
+    run_error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,8 @@ _TURN_TO_KEEP = (
     .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
 )
 
-# a turn's transcript events in order, each with its execution, and the turn's own
+# a turn's transcript events in order, each with its execution and the turn's own, as
+# columns (read now: as prepared, an execution may since have ended)
 _KEPT_EVENTS = (
     select(
         col(TranscriptEvent.id),
@@ -139,7 +146,12 @@ _KEPT_EVENTS = (
         col(TranscriptEvent.tool_call_id),
         col(TranscriptEvent.execution_id),
         col(TranscriptEvent.payload),
-        Execution,
+        col(Execution.kind).label("run_kind"),
+        col(Execution.parent_id).label("run_parent"),
+        col(Execution.name).label("run_name"),
+        col(Execution.status).label("run_status"),
+        col(Execution.output).label("run_output"),
+        col(Execution.error).label("run_error"),
         select(col(Execution.id))
         .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.kind) == "turn")
         .scalar_subquery()
@@ -148,7 +160,6 @@ _KEPT_EVENTS = (
     .outerjoin(Execution, col(Execution.id) == col(TranscriptEvent.execution_id))
     .where(col(TranscriptEvent.turn_id) == bindparam("turn"))
     .order_by(col(TranscriptEvent.sequence))
-    .execution_options(populate_existing=True)
 )
 
 
@@ -226,9 +237,13 @@ async def keep_turn(
             }
             for n, text in enumerate(parts, start=1)
         )
-    # Core inserts of the tables: the rows are complete, no ORM bookkeeping is needed
-    await db.execute(insert(HistoryEvent.__table__), event_rows)  # type: ignore[attr-defined]
-    await db.execute(insert(HistoryPart.__table__), part_rows)  # type: ignore[attr-defined]
+    await db.execute(_INSERT_EVENTS, event_rows)
+    await db.execute(_INSERT_PARTS, part_rows)
+
+
+# Core inserts of the tables: the rows are complete, no ORM bookkeeping is needed
+_INSERT_EVENTS = insert(HistoryEvent.__table__)  # type: ignore[attr-defined]
+_INSERT_PARTS = insert(HistoryPart.__table__)  # type: ignore[attr-defined]
 
 
 async def _prepare(
@@ -251,28 +266,26 @@ async def _prepare(
 async def _kept_events(
     db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
 ) -> list[_Kept]:
-    # the events' columns, not ORM rows (nothing here changes them), each with its
-    # execution (read again: as prepared, it may since have ended) and the turn's own
+    # columns, not ORM rows: nothing here changes them
     rows = (await db.execute(_KEPT_EVENTS, {"turn": turn_id})).all()
     events: Sequence[_EventColumns] = rows
-    executions = {r.Execution.id: r.Execution for r in rows if r.Execution is not None}
     own = rows[0].own if rows else None
     linked = {e.execution_id for e in events if e.tool_call_id is not None}
     kept: list[_Kept] = []
     for event in events:
         role = rules.kept_role(event.type, event.tool_name, index=index)
-        if role is None or event.execution_id is None:
+        run = event.execution_id
+        if role is None or run is None:
             continue
-        run = executions[event.execution_id]
-        if run.kind == "tool":
+        if event.run_kind == "tool":
             # a native call: the agent's own, once (the runtime's link, if any, names the call)
-            if run.parent_id != own or (event.tool_call_id is None and run.id in linked):
+            if event.run_parent != own or (event.tool_call_id is None and run in linked):
                 continue
-            failed = run.status == "failed"
-            text = rules.native_result_text(run.output, run.error if failed else None)
-            kept.append(_Kept(_Source.of(event), role, run.name, failed, run.id, text))
+            failed = event.run_status == "failed"
+            text = rules.native_result_text(event.run_output, event.run_error if failed else None)
+            kept.append(_Kept(_Source.of(event), role, event.run_name, failed, run, text))
             continue
-        if run.id != own:
+        if run != own:
             continue
         kept.append(
             _Kept(
@@ -280,7 +293,7 @@ async def _kept_events(
                 role,
                 event.tool_name,
                 event.type == rules.TOOL_ERROR,
-                run.id,
+                run,
                 _runtime_text(event),
             )
         )

@@ -43,7 +43,7 @@ from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent, Turn
-from server.services.transcript import appending
+from server.services.transcript import APPEND_RETURNING, appending
 from server.services.turns import open_scope
 
 MAX_EVENTS = 100
@@ -103,9 +103,7 @@ async def record_events(
     for i, event in enumerate(events):
         row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)
         rows.append({"execution_id": scope.caller.id, **row})
-    inserted = await db.scalars(
-        appending(turn_id, scope.turn.agent_id, rows).returning(TranscriptEvent)
-    )
+    inserted = await db.scalars(APPEND_RETURNING, appending(turn_id, scope.turn.agent_id, rows))
     return sorted(inserted.all(), key=lambda e: e.sequence)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import bindparam, cast, column, func, insert, literal, null, select, true, update
+from sqlalchemy import Integer, bindparam, cast, column, func, insert, select, true, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
@@ -23,7 +23,7 @@ async def append_event(
     tool_name: str | None = None,
     tool_call_id: str | None = None,
 ) -> None:
-    """Append one event to the turn's transcript (:func:`appending`)."""
+    """Append one event to the turn's transcript (:data:`APPEND`)."""
     row = {
         "type": type,
         "payload": payload,
@@ -31,33 +31,30 @@ async def append_event(
         "tool_name": tool_name,
         "tool_call_id": tool_call_id,
     }
-    await db.execute(appending(turn.id, turn.agent_id, [row]))
+    await db.execute(APPEND, appending(turn.id, turn.agent_id, [row]))
 
 
-def appending(turn_id: uuid.UUID, agent_id: uuid.UUID, rows: list[dict[str, Any]]) -> Any:
-    """The one statement that appends ``rows`` (``type``, ``payload`` and optionally
-    ``execution_id``, ``tool_name``, ``tool_call_id``) to the turn's transcript: the turn's
+def _append() -> Any:
+    """The one statement that appends rows to a turn's transcript: the turn's
     ``event_seq`` is advanced by their number and they take the numbers before it, in
     order. The rows travel as one JSON array, so the statement is the same whatever
-    their number (prepared once)."""
+    their number: it is built, compiled and prepared once."""
+    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
+    count = bindparam("count", type_=Integer)
+    turn_id = bindparam("turn", type_=table.c.turn_id.type)
     allocated = (
         update(Turn)
         .where(col(Turn.id) == turn_id)
-        .values(event_seq=Turn.event_seq + len(rows))
+        .values(event_seq=Turn.event_seq + count)
         .returning(col(Turn.event_seq))
         .cte("allocated")
     )
-    given = [
-        {**row, "execution_id": str(row["execution_id"]) if row.get("execution_id") else None}
-        for row in rows
-    ]
     event = (
-        func.jsonb_array_elements(bindparam("events", given, type_=JSONB))
+        func.jsonb_array_elements(bindparam("events", type_=JSONB))
         .table_valued(column("value", JSONB), with_ordinality="n")
         .render_derived(name="event")
     )
     value = event.c.value
-    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
     return (
         insert(TranscriptEvent)
         .from_select(
@@ -65,17 +62,35 @@ def appending(turn_id: uuid.UUID, agent_id: uuid.UUID, rows: list[dict[str, Any]
              "tool_name", "tool_call_id"],
             select(
                 func.gen_random_uuid(),
-                literal(agent_id, type_=table.c.agent_id.type),
-                literal(turn_id, type_=table.c.turn_id.type),
+                bindparam("agent", type_=table.c.agent_id.type),
+                turn_id,
                 cast(value["execution_id"].astext, table.c.execution_id.type),
-                allocated.c.event_seq - len(rows) + event.c.n,
+                allocated.c.event_seq - count + event.c.n,
                 value["type"].astext,
                 value.op("->", return_type=JSONB)("payload"),
                 value["tool_name"].astext,
                 value["tool_call_id"].astext,
             ).select_from(allocated.join(event, true())),
         )
+        .execution_options(dml_strategy="orm")  # as is, though given parameters
     )  # fmt: skip
+
+
+APPEND = _append()
+"""Appends :func:`appending`'s rows to a turn's transcript."""
+APPEND_RETURNING = APPEND.returning(TranscriptEvent)
+""":data:`APPEND`, returning the new events."""
+
+
+def appending(turn_id: uuid.UUID, agent_id: uuid.UUID, rows: list[dict[str, Any]]) -> Any:
+    """The parameters of :data:`APPEND` that append ``rows`` (``type``, ``payload`` and
+    optionally ``execution_id``, ``tool_name``, ``tool_call_id``) to the turn's
+    transcript."""
+    given = [
+        {**row, "execution_id": str(row["execution_id"]) if row.get("execution_id") else None}
+        for row in rows
+    ]
+    return {"turn": turn_id, "agent": agent_id, "count": len(rows), "events": given}
 
 
 async def start_execution(
@@ -88,19 +103,21 @@ async def start_execution(
     input: dict[str, Any] | None = None,
 ) -> Execution:
     """A running execution of the turn (one INSERT … RETURNING, no unit of work)."""
-    execution: Execution | None = await db.scalar(
-        insert(Execution)
-        .values(
-            id=uuid.uuid4(),
-            agent_id=turn.agent_id,
-            turn_id=turn.id,
-            parent_id=parent_id,
-            kind=kind,
-            name=name,
-            status="running",
-            input=null() if input is None else input,
-        )
-        .returning(Execution)
-    )
+    values: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "agent_id": turn.agent_id,
+        "turn_id": turn.id,
+        "parent_id": parent_id,
+        "kind": kind,
+        "name": name,
+        "status": "running",
+    }
+    if input is not None:  # left out, it is SQL NULL (given, None would be JSON null)
+        values["input"] = input
+    execution: Execution | None = await db.scalar(_START, values)
     assert execution is not None
     return execution
+
+
+# given parameters, an ORM INSERT would be a bulk insert; this one inserts its row as is
+_START = insert(Execution).returning(Execution).execution_options(dml_strategy="orm")

@@ -8,15 +8,15 @@ them; ``rollback`` and ``fail`` remove them without trace. The turn's transcript
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, insert, null, or_, select, true, update
+from sqlalchemy import and_, bindparam, case, delete, func, insert, null, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.selectable import ScalarSelect
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig
@@ -125,23 +125,24 @@ async def begin_turn(
         retry_of=retry_of,
         preview=preview,
     )
-    # one INSERT … RETURNING, no unit of work
-    turn: Turn | None = await db.scalar(
-        insert(Turn)
-        .values(
-            id=uuid.uuid4(),
-            agent_id=agent.id,
-            session_id=session.id if session else None,
-            agent_version_id=version.id,
-            number=number,
-            attempt=attempt,
-            status="open",
-            preview=preview,
-            replay_of_id=replay_of,
-            retry_of_id=retry_of,
-        )
-        .returning(Turn)
-    )
+    values: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "agent_id": agent.id,
+        "session_id": session.id if session else None,
+        "agent_version_id": version.id,
+        "attempt": attempt,
+        "status": "open",
+        "preview": preview,
+        "replay_of_id": replay_of,
+        "retry_of_id": retry_of,
+    }
+    if number is None:  # the next in its place, counted by the INSERT
+        values["place"] = session.id if session else agent.id
+        stmt = _NEXT_IN_SESSION if session else _NEXT_OF_AGENT
+    else:
+        values["number"] = number
+        stmt = _NUMBERED
+    turn: Turn | None = await db.scalar(stmt, values)  # no unit of work
     assert turn is not None
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
@@ -171,11 +172,11 @@ async def _number(
     replay_of: uuid.UUID | None,
     retry_of: uuid.UUID | None,
     preview: bool,
-) -> tuple[int | ScalarSelect[Any], int, uuid.UUID | None]:
+) -> tuple[int | None, int, uuid.UUID | None]:
     """Turn number, attempt and the replayed turn: a retry keeps the number (and, for a
     retried replay, what it replays); a replay takes the original's number. A new turn's
-    number is the next after the place's last, counted by the INSERT itself (the place,
-    session or agent, is locked: turns are numbered one at a time)."""
+    number (``None`` here) is the next after its place's last, counted by the INSERT
+    itself (the place, session or agent, is locked: turns are numbered one at a time)."""
     same_place = col(Turn.session_id) == session.id if session else col(Turn.agent_id) == agent.id
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
@@ -197,12 +198,26 @@ async def _number(
         if original.status != "committed":
             raise ConflictError("only a committed turn can be replayed", field=what)
         return original.number, 1, original.id
+    return None, 1, None
+
+
+def _next_in(place: Any) -> Any:
+    """A new turn, numbered the next after the last of its place (``place`` column equal
+    to the ``place`` parameter), returned."""
     last = func.coalesce(func.max(col(Turn.number)), 0)
-    return (
-        select(last + 1).where(same_place, col(Turn.replay_of_id).is_(None)).scalar_subquery(),
-        1,
-        None,
+    number = (
+        select(last + 1)
+        .where(place == bindparam("place"), col(Turn.replay_of_id).is_(None))
+        .scalar_subquery()
     )
+    return insert(Turn).values(number=number).returning(Turn).execution_options(**_ONE_ROW)
+
+
+# an ORM INSERT given parameters would be a bulk insert; one row is inserted as is
+_ONE_ROW = {"dml_strategy": "orm"}
+_NEXT_IN_SESSION = _next_in(col(Turn.session_id))
+_NEXT_OF_AGENT = _next_in(col(Turn.agent_id))
+_NUMBERED = insert(Turn).returning(Turn).execution_options(**_ONE_ROW)
 
 
 async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
@@ -233,18 +248,40 @@ async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = F
     written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
     call of the turn at a time (read fresh).
     """
-    row = (await db.execute(_holding(select(Turn), turn_id, exclusive=exclusive))).first()
+    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id})).first()
     return _still_open(row[0] if row else None, turn_id)
 
 
-def _holding(stmt: Any, turn_id: uuid.UUID, *, exclusive: bool) -> Any:
-    """``stmt`` (which reads the turn) for the one turn, locked as :func:`open_turn`
-    says."""
+def _holding(stmt: Any, *, exclusive: bool) -> Any:
+    """``stmt`` (which reads the turn) for the one turn (parameter ``turn``), locked as
+    :func:`open_turn` says."""
     return (
-        stmt.where(col(Turn.id) == turn_id)
+        stmt.where(col(Turn.id) == bindparam("turn"))
         .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
         .execution_options(populate_existing=exclusive)
     )
+
+
+@functools.cache
+def _open_turn(exclusive: bool) -> Any:
+    return _holding(select(Turn), exclusive=exclusive)
+
+
+@functools.cache
+def _open_scope(by_caller: bool, exclusive: bool) -> Any:
+    """:func:`open_scope`'s statement: the turn with its version, agent and caller
+    execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
+    if by_caller:
+        caller_of = col(Execution.id) == bindparam("caller")
+    else:
+        caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
+    stmt = (
+        select(Turn, AgentVersion, Agent, Execution)
+        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
+        .outerjoin(Execution, caller_of)
+    )
+    return _holding(stmt, exclusive=exclusive)
 
 
 def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
@@ -265,17 +302,9 @@ async def open_scope(
     """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
     its agent version and its caller execution (by default the turn's own), in one
     statement."""
-    if caller_execution_id is None:
-        caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
-    else:
-        caller_of = col(Execution.id) == caller_execution_id
-    stmt = (
-        select(Turn, AgentVersion, Agent, Execution)
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
-        .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .outerjoin(Execution, caller_of)
-    )
-    row = (await db.execute(_holding(stmt, turn_id, exclusive=exclusive))).first()
+    by_caller = caller_execution_id is not None
+    params = {"turn": turn_id, "caller": caller_execution_id} if by_caller else {"turn": turn_id}
+    row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None
     _, version, agent, caller = row
@@ -320,41 +349,63 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     UPDATE: a tool call holds it FOR KEY SHARE until its write lands, which a plain
     update would not wait for) and closes it; of two closers the second finds it no
     longer open."""
-    locked = (
-        select(col(Turn.id))
-        .where(col(Turn.id) == turn_id, col(Turn.status) == "open")
-        .with_for_update()
-        .cte("locked")
-    )
-    closed = await db.scalar(
-        update(Turn)
-        .where(col(Turn.id).in_(select(locked.c.id)))
-        .values(status=status, error=error, ended_at=datetime.now(UTC))
-        .returning(Turn)
-        .execution_options(populate_existing=True)
+    closed: Turn | None = await db.scalar(
+        _CLOSE, {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)}
     )
     if closed is None:
         turn = await get(db, Turn, turn_id)
         await db.refresh(turn)
         raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
-    await db.execute(
-        update(Execution)
-        .where(Execution.turn_id == turn_id, Execution.status == "running")  # type: ignore[arg-type]
-        .values(
-            status="succeeded" if status == "committed" else "failed",
-            ended_at=func.clock_timestamp(),
-        )
-    )
+    await db.execute(_ending(status == "committed"), {"turn": turn_id})
     return closed
 
 
-async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
-    """Publish the turn's staged memory (R12)."""
-    turn = await _close(db, turn_id, "committed", None)
-    # one statement: the records it wrote are committed, those it changed released
-    wrote = col(MemoryRecord.turn_id) == turn_id
-    changed = col(MemoryRecord.pending_turn_id) == turn_id
-    await db.execute(
+# The statements below are built once and take parameters. Given parameters, an ORM
+# UPDATE would be a bulk update by primary key: ``dml_strategy="orm"`` runs them as
+# written. The rows they change are returned (``populate_existing``) or fetched by their
+# keys (``synchronize_session="fetch"``), never evaluated in Python: that would read
+# the parameters as NULL.
+_AS_WRITTEN = {"dml_strategy": "orm"}
+
+
+def _closing() -> Any:
+    locked = (
+        select(col(Turn.id))
+        .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
+        .with_for_update()
+        .cte("locked")
+    )
+    return (
+        update(Turn)
+        .where(col(Turn.id).in_(select(locked.c.id)))
+        .values(
+            status=bindparam("to_status"), error=bindparam("to_error"), ended_at=bindparam("at")
+        )
+        .returning(Turn)
+        .execution_options(**_AS_WRITTEN, populate_existing=True, synchronize_session=False)
+    )
+
+
+_CLOSE = _closing()
+
+
+@functools.cache
+def _ending(succeeded: bool) -> Any:
+    """The turn's (parameter ``turn``) running executions ended, as its close says."""
+    return (
+        update(Execution)
+        .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.status) == "running")
+        .values(status="succeeded" if succeeded else "failed", ended_at=func.clock_timestamp())
+        .execution_options(**_AS_WRITTEN, synchronize_session="fetch")
+    )
+
+
+def _publishing() -> Any:
+    """The records the turn (parameter ``turn``) wrote are committed, those it changed
+    released: one statement."""
+    wrote = col(MemoryRecord.turn_id) == bindparam("turn")
+    changed = col(MemoryRecord.pending_turn_id) == bindparam("turn")
+    return (
         update(MemoryRecord)
         .where(or_(wrote, changed))
         .values(
@@ -363,7 +414,17 @@ async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
             prior_status=case((changed, null()), else_=col(MemoryRecord.prior_status)),
             prior_version_id=case((changed, null()), else_=col(MemoryRecord.prior_version_id)),
         )
+        .execution_options(**_AS_WRITTEN, synchronize_session="fetch")
     )
+
+
+_PUBLISH = _publishing()
+
+
+async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
+    """Publish the turn's staged memory (R12)."""
+    turn = await _close(db, turn_id, "committed", None)
+    await db.execute(_PUBLISH, {"turn": turn_id})
     return turn
 
 

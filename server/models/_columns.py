@@ -12,8 +12,8 @@ import psycopg
 from pgvector.sqlalchemy import VECTOR
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
-from sqlalchemy import Column, DateTime, text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import Column, DateTime, TypeDecorator, text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL
 from sqlmodel import Field
 
 NOW = text("clock_timestamp()")
@@ -58,7 +58,27 @@ class _BinaryDumper(Dumper):
         return obj.data
 
 
+class _Floats:
+    """A ``real[]`` in PostgreSQL's binary array format (dimensions, no nulls, element
+    type, length and lower bound, then each float4 with its size)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, values: Any) -> None:
+        floats = np.asarray(values, dtype=">f4").ravel()
+        if floats.shape[0] == 0:
+            self.data = struct.pack(">iii", 0, 0, _FLOAT4)
+            return
+        items = np.empty(floats.shape[0], dtype=[("size", ">i4"), ("value", ">f4")])
+        items["size"] = 4
+        items["value"] = floats
+        self.data = struct.pack(">iiiii", 1, 0, _FLOAT4, floats.shape[0], 1) + items.tobytes()
+
+
+_FLOAT4 = 700  # PostgreSQL's oid of float4
+
 psycopg.adapters.register_dumper(_Binary, _BinaryDumper)
+psycopg.adapters.register_dumper(_Floats, _BinaryDumper)
 
 
 class Embedding(VECTOR):
@@ -70,6 +90,20 @@ class Embedding(VECTOR):
     def bind_processor(self, dialect: Any) -> Any:
         def process(value: Any) -> _Binary | None:
             return None if value is None else _Binary(value)
+
+        return process
+
+
+class Floats(TypeDecorator[Any]):
+    """``real[]`` (with its operators: slices), its values (any sequence or array of
+    floats, flattened) sent in binary: many vectors travel as one parameter."""
+
+    impl = ARRAY(REAL)
+    cache_ok = True
+
+    def bind_processor(self, dialect: Any) -> Any:
+        def process(value: Any) -> _Floats | None:
+            return None if value is None else _Floats(value)
 
         return process
 
@@ -88,6 +122,7 @@ def fk(
 
 __all__ = [
     "Embedding",
+    "Floats",
     "created_at_field",
     "datetime",
     "fk",

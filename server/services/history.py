@@ -29,8 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import Integer, bindparam, cast, column, func, insert, select
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import Grouping
 from sqlmodel import col
 
 from server.domain import history as rules
@@ -46,6 +48,8 @@ from server.models import (
     TranscriptEvent,
     Turn,
 )
+from server.models._columns import Floats
+from server.models.memory import EMBEDDING_DIM
 from server.services.agents import config_of, version_and_agent
 
 
@@ -199,51 +203,106 @@ async def keep_turn(
         prepared = await _prepare(db, embedder, facts)
     if prepared is None:
         return
-    vectors = iter(prepared.vectors)
-    event_rows: list[dict[str, Any]] = []
-    part_rows: list[dict[str, Any]] = []
-    for k, parts in zip(prepared.kept, prepared.pieces, strict=True):
-        event_id = uuid.uuid4()
-        event_rows.append(
+    events: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for k, pieces in zip(prepared.kept, prepared.pieces, strict=True):
+        event_id = str(uuid.uuid4())
+        events.append(
             {
                 "id": event_id,
-                "agent_id": facts.agent_id,
-                "session_id": facts.session_id,
-                "turn_id": facts.id,
-                "turn_number": facts.number,
-                "transcript_event_id": k.source.id,
-                "execution_id": k.execution_id,
+                "transcript_event_id": str(k.source.id),
+                "execution_id": None if k.execution_id is None else str(k.execution_id),
                 "sequence": k.source.sequence,
                 "role": k.role,
                 "tool_name": k.tool_name,
                 "tool_call_id": k.source.tool_call_id,
                 "is_error": k.is_error,
-                "preview": facts.preview,
                 "text": k.text,
             }
         )
-        part_rows.extend(
+        before = len(parts)  # the vectors of the parts before this event's
+        parts.extend(
             {
-                "id": uuid.uuid4(),
+                "id": str(uuid.uuid4()),
                 "event_id": event_id,
-                "agent_id": facts.agent_id,
-                "session_id": facts.session_id,
-                "turn_number": facts.number,
-                "preview": facts.preview,
                 "part": n,
-                "parts": len(parts),
+                "parts": len(pieces),
                 "text": text,
-                "embedding": next(vectors),
+                "n": before + n,
             }
-            for n, text in enumerate(parts, start=1)
+            for n, text in enumerate(pieces, start=1)
         )
-    await db.execute(_INSERT_EVENTS, event_rows)
-    await db.execute(_INSERT_PARTS, part_rows)
+    await db.execute(
+        _KEEP,
+        {
+            "agent": facts.agent_id,
+            "session": facts.session_id,
+            "turn": facts.id,
+            "number": facts.number,
+            "in_preview": facts.preview,
+            "events": events,
+            "parts": parts,
+            "vectors": prepared.vectors,
+        },
+    )
 
 
-# Core inserts of the tables: the rows are complete, no ORM bookkeeping is needed
-_INSERT_EVENTS = insert(HistoryEvent.__table__)  # type: ignore[attr-defined]
-_INSERT_PARTS = insert(HistoryPart.__table__)  # type: ignore[attr-defined]
+def _keeping() -> Any:
+    """The one statement that keeps a turn's events and their parts (Core: the rows are
+    complete, no ORM bookkeeping is needed). Whatever their number, the events and the
+    parts travel as two JSON arrays and the parts' vectors as one ``real[]`` in binary,
+    part ``n`` (counted from 1) the ``n``-th run of ``EMBEDDING_DIM`` floats: it is
+    built, compiled and prepared once."""
+    event_table = HistoryEvent.__table__  # type: ignore[attr-defined]
+    part_table = HistoryPart.__table__  # type: ignore[attr-defined]
+    agent = bindparam("agent", type_=event_table.c.agent_id.type)
+    session = bindparam("session", type_=event_table.c.session_id.type)
+    number = bindparam("number", type_=event_table.c.turn_number.type)
+    preview = bindparam("in_preview", type_=event_table.c.preview.type)
+
+    def rows(name: str, table: Any, columns: list[str], *extra: Any) -> Any:
+        return (
+            func.jsonb_to_recordset(bindparam(name, type_=JSONB))
+            .table_valued(*(column(c, table.c[c].type) for c in columns), *extra)
+            .render_derived(name=name, with_types=True)
+        )
+
+    event_columns = ["id", "transcript_event_id", "execution_id", "sequence", "role",
+                     "tool_name", "tool_call_id", "is_error", "text"]  # fmt: skip
+    event = rows("events", event_table, event_columns)
+    kept_events = (
+        insert(event_table)
+        .from_select(
+            ["agent_id", "session_id", "turn_id", "turn_number", "preview", *event_columns],
+            select(
+                agent,
+                session,
+                bindparam("turn", type_=event_table.c.turn_id.type),
+                number,
+                preview,
+                *(event.c[c] for c in event_columns),
+            ),
+        )
+        .cte("kept_events")
+    )
+    part_columns = ["id", "event_id", "part", "parts", "text"]
+    part = rows("parts", part_table, part_columns, column("n", Integer))
+    vectors = Grouping(bindparam("vectors", type_=Floats()))
+    embedding = cast(
+        vectors[(part.c.n - 1) * EMBEDDING_DIM + 1 : part.c.n * EMBEDDING_DIM],
+        part_table.c.embedding.type,
+    )
+    return (
+        insert(part_table)
+        .from_select(
+            ["agent_id", "session_id", "turn_number", "preview", *part_columns, "embedding"],
+            select(agent, session, number, preview, *(part.c[c] for c in part_columns), embedding),
+        )
+        .add_cte(kept_events)
+    )
+
+
+_KEEP = _keeping()
 
 
 async def _prepare(

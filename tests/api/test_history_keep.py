@@ -238,28 +238,37 @@ async def test_r62_a_long_event_is_kept_in_overlapping_parts_that_fit_the_model(
     assert one["historyEvent"]["parts"] == parts
 
 
-async def test_r62_a_part_is_stored_with_the_models_own_vector(api: Api) -> None:
-    """Vectors travel to PostgreSQL in pgvector's binary format: what is stored is the
-    model's vector, float for float, for the part's text."""
+async def test_r62_each_part_is_stored_with_the_models_own_vector(api: Api) -> None:
+    """A turn's vectors travel to PostgreSQL together, in binary: what each part stores
+    is the model's vector for that part's text, float for float, whether its event is cut
+    into one part or several."""
     s = HistoryScenario(api)
     await s.agent(history_config())
     session = await s.session()
     turn = await s.turn(session)
-    message = f"the invoice {uuid.uuid4().hex} was paid on Tuesday"
-    await s.record(turn, user(message))
+    tag = uuid.uuid4().hex
+    long = " ".join(f"{tag} item{i}" for i in range(300))
+    messages = [f"the invoice {tag} was paid on Tuesday", long, f"thanks, {tag} is closed"]
+    await s.record(turn, *(user(m) for m in messages))
     await s.commit(turn)
     async with api.database.session() as db:
-        ((part, stored),) = (
+        rows = (
             await db.execute(
-                text("SELECT text, embedding::text FROM history_parts WHERE text LIKE :t"),
-                {"t": f"%{message}%"},
+                text(
+                    "SELECT p.text, p.embedding::text FROM history_parts p "
+                    "JOIN history_events e ON e.id = p.event_id "
+                    "WHERE p.session_id = :s ORDER BY e.sequence, p.part"
+                ),
+                {"s": session},
             )
         ).all()
-    assert message in part
-    vector, _ = await api.embedder.embed_one(part)
-    # pgvector prints a float4 in its shortest form, which reads back to the same float4
-    floats = np.array(stored.strip("[]").split(","), dtype=np.float32)
-    assert np.array_equal(floats, np.array(vector, dtype=np.float32))
+    assert len(rows) > len(messages)  # the long message is cut into several parts
+    assert rows[0][0] == messages[0] and rows[-1][0] == messages[-1]
+    for part, stored in rows:
+        vector, _ = await api.embedder.embed_one(part)
+        # pgvector prints a float4 in its shortest form, which reads back to the same float4
+        floats = np.array(stored.strip("[]").split(","), dtype=np.float32)
+        assert np.array_equal(floats, np.array(vector, dtype=np.float32)), part[:40]
 
 
 async def test_r62_a_turns_parts_are_embedded_in_one_batch(api: Api) -> None:

@@ -130,6 +130,7 @@ class Embedder:
             max_workers=max(workers or os.cpu_count() or 1, 1), thread_name_prefix="embedder"
         )
         self._tokenizer: Any = None
+        self._offsets: Any = None
         self._tokenizing = threading.Lock()
         self._pending: dict[str, _Pending] = {}  # in order of arrival
         self._arrivals = itertools.count()
@@ -171,6 +172,15 @@ class Embedder:
                 self._onnx = _onnx_session(graph, threads)
                 self._onnx_one = _onnx_session(graph, 1) if self.workers > 1 else self._onnx
         self._tokenizer = copy.deepcopy(model.tokenizer)  # PyTorch's encode uses the other
+        # the fast tokenizer's own engine, untruncated, for offsets: its wrapper spends
+        # more on converting them than the engine on finding them
+        backend = getattr(self._tokenizer, "backend_tokenizer", None)
+        if backend is not None:
+            from tokenizers import Tokenizer
+
+            self._offsets = Tokenizer.from_str(backend.to_str())
+            self._offsets.no_truncation()
+            self._offsets.no_padding()
         self._model = model
 
     async def aload(self) -> None:
@@ -201,6 +211,10 @@ class Embedder:
         """Each text's word pieces as ``(start, end)`` character spans, the model's
         special tokens left out and nothing truncated (loads the model if needed)."""
         self.load()
+        if self._offsets is not None:
+            with self._tokenizing:
+                encodings = self._offsets.encode_batch(texts, add_special_tokens=False)
+            return [e.offsets for e in encodings]
         encoded = self._tokenize(texts, add_special_tokens=False, return_offsets_mapping=True)
         return [[(int(a), int(b)) for a, b in spans] for spans in encoded["offset_mapping"]]
 

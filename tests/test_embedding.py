@@ -275,6 +275,12 @@ def test_token_offsets_are_the_models_word_pieces_untruncated(embedder: Embedder
     (few,) = embedder.token_offsets([short])
     # what the model reads: the word pieces plus [CLS] and [SEP], at most 256 in all
     assert embedder.count_tokens([short, text]) == [len(few) + 2, 256]
+    # the spans are the model's tokenizer's own, accents, scripts and symbols included
+    mixed = "Café naïve — 東京 🙂 don't re-split e-mail@x.com, ÆØÅ ﬁne " * 30
+    (spans,) = embedder.token_offsets([mixed])
+    tokenizer = embedder._model.tokenizer
+    own = tokenizer(mixed, add_special_tokens=False, return_offsets_mapping=True)
+    assert spans == [tuple(span) for span in own["offset_mapping"]]
 
 
 def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> None:

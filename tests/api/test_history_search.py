@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import cast, select
+from sqlalchemy import cast, event, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from server.domain import history as rules
@@ -120,6 +120,29 @@ async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
     assert _texts(hits) == ["turn 1, user\nearlier: the dog is called Biscuit"]
     fresh = await s.turn(session)
     assert len(await s.results(fresh, "dog called Biscuit", limit=50)) == 2
+
+
+async def test_a_history_search_plans_with_postgresqls_own_settings(api: Api) -> None:
+    """Parts have no vector index (migration 0006): a history search ranks them exactly
+    and does not take the settings that steer a memory search to its HNSW index. With
+    sorts disabled the planner avoided the sorts exact ranking needs (docs/scaling.md)."""
+    s, session = await _agent(api)
+    await s.committed_turn(session, user("the dog is called Biscuit"))
+    reader = await s.turn(session)
+    sent: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    engine = api.database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        hits = await s.results(reader, "dog called Biscuit")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert _texts(hits) == ["turn 1, user\nthe dog is called Biscuit"]
+    assert any("history_parts" in statement for statement in sent)
+    assert not [x for x in sent if "enable_sort" in x or "hnsw." in x or "plan_cache" in x]
 
 
 async def test_r64_a_replay_sees_only_the_turns_before_its_original(api: Api) -> None:

@@ -12,6 +12,13 @@ from sqlmodel import col
 
 from server.models import Execution, TranscriptEvent, Turn
 
+AS_WRITTEN = {"dml_strategy": "orm"}
+"""Execution options of an ORM INSERT or UPDATE built once and run with parameters:
+given parameters, it would otherwise be a bulk one (rows by primary key); with these it
+runs as written. An UPDATE among them returns the rows it changes (``populate_existing``)
+or fetches their keys (``synchronize_session="fetch"``), never evaluates its WHERE in
+Python: that would read the parameters as NULL."""
+
 
 async def append_event(
     db: AsyncSession,
@@ -72,7 +79,7 @@ def _append() -> Any:
                 value["tool_call_id"].astext,
             ).select_from(allocated.join(event, true())),
         )
-        .execution_options(dml_strategy="orm")  # as is, though given parameters
+        .execution_options(**AS_WRITTEN)
     )  # fmt: skip
 
 
@@ -119,5 +126,4 @@ async def start_execution(
     return execution
 
 
-# given parameters, an ORM INSERT would be a bulk insert; this one inserts its row as is
-_START = insert(Execution).returning(Execution).execution_options(dml_strategy="orm")
+_START = insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)

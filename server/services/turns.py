@@ -39,7 +39,7 @@ from server.services.agents import (
     session_to_begin,
 )
 from server.services.lookup import get
-from server.services.transcript import append_event, start_execution
+from server.services.transcript import AS_WRITTEN, append_event, start_execution
 from server.storage.gate import record_condition, version_in_force
 
 
@@ -210,14 +210,12 @@ def _next_in(place: Any) -> Any:
         .where(place == bindparam("place"), col(Turn.replay_of_id).is_(None))
         .scalar_subquery()
     )
-    return insert(Turn).values(number=number).returning(Turn).execution_options(**_ONE_ROW)
+    return insert(Turn).values(number=number).returning(Turn).execution_options(**AS_WRITTEN)
 
 
-# an ORM INSERT given parameters would be a bulk insert; one row is inserted as is
-_ONE_ROW = {"dml_strategy": "orm"}
 _NEXT_IN_SESSION = _next_in(col(Turn.session_id))
 _NEXT_OF_AGENT = _next_in(col(Turn.agent_id))
-_NUMBERED = insert(Turn).returning(Turn).execution_options(**_ONE_ROW)
+_NUMBERED = insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
 
 
 async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
@@ -360,14 +358,7 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     return closed
 
 
-# The statements below are built once and take parameters. Given parameters, an ORM
-# UPDATE would be a bulk update by primary key: ``dml_strategy="orm"`` runs them as
-# written. The rows they change are returned (``populate_existing``) or fetched by their
-# keys (``synchronize_session="fetch"``), never evaluated in Python: that would read
-# the parameters as NULL.
-_AS_WRITTEN = {"dml_strategy": "orm"}
-
-
+# built once, run with parameters (AS_WRITTEN)
 def _closing() -> Any:
     locked = (
         select(col(Turn.id))
@@ -382,7 +373,7 @@ def _closing() -> Any:
             status=bindparam("to_status"), error=bindparam("to_error"), ended_at=bindparam("at")
         )
         .returning(Turn)
-        .execution_options(**_AS_WRITTEN, populate_existing=True, synchronize_session=False)
+        .execution_options(**AS_WRITTEN, populate_existing=True, synchronize_session=False)
     )
 
 
@@ -396,7 +387,7 @@ def _ending(succeeded: bool) -> Any:
         update(Execution)
         .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.status) == "running")
         .values(status="succeeded" if succeeded else "failed", ended_at=func.clock_timestamp())
-        .execution_options(**_AS_WRITTEN, synchronize_session="fetch")
+        .execution_options(**AS_WRITTEN, synchronize_session="fetch")
     )
 
 
@@ -414,7 +405,7 @@ def _publishing() -> Any:
             prior_status=case((changed, null()), else_=col(MemoryRecord.prior_status)),
             prior_version_id=case((changed, null()), else_=col(MemoryRecord.prior_version_id)),
         )
-        .execution_options(**_AS_WRITTEN, synchronize_session="fetch")
+        .execution_options(**AS_WRITTEN, synchronize_session="fetch")
     )
 
 

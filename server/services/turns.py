@@ -177,6 +177,8 @@ async def _number(
     retried replay, what it replays); a replay takes the original's number. A new turn's
     number (``None`` here) is the next after its place's last, counted by the INSERT
     itself (the place, session or agent, is locked: turns are numbered one at a time)."""
+    if replay_of is None and retry_of is None:
+        return None, 1, None
     same_place = col(Turn.session_id) == session.id if session else col(Turn.agent_id) == agent.id
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
@@ -198,7 +200,7 @@ async def _number(
         if original.status != "committed":
             raise ConflictError("only a committed turn can be replayed", field=what)
         return original.number, 1, original.id
-    return None, 1, None
+    raise AssertionError("unreachable: a replay or a retry was named")
 
 
 def _next_in(place: Any) -> Any:

@@ -32,7 +32,6 @@ from server.models._columns import Embedding, created_at_field, fk, id_field, js
 
 EMBEDDING_DIM = 384
 SCOPES = ("SESSION", "AGENT")
-STATUSES = ("ACTIVE", "SUPERSEDED", "DELETED")
 TSV_EXPRESSION = "to_tsvector('english'::regconfig, summary || ' ' || coalesce(content, ''))"
 
 

@@ -6,7 +6,7 @@ import re
 import uuid
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, true
+from sqlalchemy import bindparam, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -154,10 +154,3 @@ async def create_session(
     except IntegrityError as exc:
         raise ConflictError(f"a session with externalId {external_id!r} exists") from exc
     return session
-
-
-async def count_versions(db: AsyncSession, *, agent_id: uuid.UUID) -> int:
-    count = await db.scalar(
-        select(func.count()).select_from(AgentVersion).where(col(AgentVersion.agent_id) == agent_id)
-    )
-    return int(count or 0)

@@ -139,10 +139,6 @@ class RecallResult:
     repeat_of: Execution | None = None
 
     @property
-    def recorded(self) -> bool:
-        return self.execution is not None
-
-    @property
     def text(self) -> str:
         return render_memory(self.items)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -464,10 +463,6 @@ def ensure_memory_enabled(scope: TurnScope) -> None:
         raise NotAllowedError(
             "memory is not enabled for this agent version (harness.memory.enabled)"
         )
-
-
-def ids_of(rows: Sequence[MemoryRecord]) -> list[str]:
-    return [str(r.id) for r in rows]
 
 
 async def record_invocation(

@@ -44,6 +44,7 @@ class Loaders:
         self.invocations_of_execution = self._grouped(Invocation, "execution_id", "created_at")
         self.events_of_turn = self._grouped(TranscriptEvent, "turn_id", "sequence")
         self.versions_of_agent = self._grouped(AgentVersion, "agent_id", "number")
+        self.turn_status = self._column(Turn, "status")
         self._all = [v for v in vars(self).values() if isinstance(v, DataLoader)]
 
     def clear(self) -> None:
@@ -56,6 +57,19 @@ class Loaders:
         async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
             rows = (await self.db.scalars(select(model).where(column.in_(keys)))).all()
             found = {row.id: row for row in rows}  # type: ignore[attr-defined]
+            return [found.get(k) for k in keys]
+
+        return DataLoader(load_fn=load)
+
+    def _column(self, model: type[T], name: str) -> DataLoader[uuid.UUID, Any]:
+        """One column of rows by id, read as a value: no row enters the session's
+        identity map (the access gate's reads, resolvers/permissions.py)."""
+        key: Any = model.id  # type: ignore[attr-defined]
+        value: Any = getattr(model, name)
+
+        async def load(keys: Sequence[uuid.UUID]) -> list[Any]:
+            rows = (await self.db.execute(select(key, value).where(key.in_(keys)))).all()
+            found: dict[Any, Any] = dict(rows)
             return [found.get(k) for k in keys]
 
         return DataLoader(load_fn=load)

@@ -62,7 +62,14 @@ from server.errors import ForbiddenError, UnauthenticatedError
 from server.services.chain import Caller
 
 _MEMORY_EVENTS = frozenset({"memory.pinned", "retrieval"})
+# rows of a turn's own record, which its end may discard (R12); kept history is of
+# committed turns only
+_TURN_ROWS = (models.Execution, models.TranscriptEvent)
 REDACTED = "redacted: needs SELECT on {ns}.AgentMemory.indexes.* and {ns}.AgentMemory.document"
+DISCARDED = {
+    "rolled_back": "discarded: the turn rolled back",
+    "failed": "discarded: the turn failed",
+}
 
 
 class Resource(Enum):
@@ -392,11 +399,18 @@ def _carries_memory(row: Any, field: str) -> bool | None:
     return False
 
 
-async def _memory_note(context: Context, agent_id: uuid.UUID) -> str | None:
-    """``None`` when the caller may read the agent's memory; else what to show instead."""
-    if (await decide(context, Resource.MEMORY, agent_id)).allowed:
+async def _memory_note(
+    context: Context, agent_id: uuid.UUID, turn_id: uuid.UUID | None = None
+) -> str | None:
+    """``None`` when the caller may read this memory of the agent; else what to show
+    instead. What the memory tools of a rolled-back or failed turn (``turn_id``) were
+    given and gave is discarded memory (R12): only the agent itself still reads it."""
+    decision = await decide(context, Resource.MEMORY, agent_id)
+    if not decision.allowed:
+        return REDACTED.format(ns=await _namespace(context, agent_id) or "?")
+    if decision is AGENT_SELF or turn_id is None:
         return None
-    return REDACTED.format(ns=await _namespace(context, agent_id) or "?")
+    return DISCARDED.get(await context.loaders.turn_status.load(turn_id) or "")
 
 
 async def _reply_of(context: Context, event_id: uuid.UUID) -> tuple[str | None, str, Any] | None:
@@ -421,14 +435,17 @@ async def _redacted(context: Context, row: Any, field: str, value: Any) -> Any:
     carries = _carries_memory(row, field)
     if carries is False:
         return value
-    note = await _memory_note(context, row.agent_id)
+    turn_id = row.turn_id if isinstance(row, _TURN_ROWS) else None
+    note = await _memory_note(context, row.agent_id, turn_id)
     if note is None:
         return value
     if carries is None:
         return await _masked(context, row, value, note)
     if field == "payload":
         return {"redacted": note}
-    return None if field in ("input", "output") else f"[{note}]"
+    if field in ("input", "output"):
+        return {"redacted": note} if note in DISCARDED.values() else None
+    return f"[{note}]"
 
 
 async def _masked(context: Context, row: Any, value: Any, note: str) -> Any:

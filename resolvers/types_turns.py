@@ -22,6 +22,12 @@ from resolvers.types import (
 from server import models
 from server.services import reads
 
+_MEMORY_TOOL_IO = (
+    "A memory tool's input and output are memory: null without the memory read grant "
+    '(R71); in a rolled-back or failed turn, {"redacted": "discarded: the turn rolled back"} '
+    '(or "... failed") for every reader but the agent itself (R12).'
+)
+
 
 @strawberry.type(name="Turn")
 class TurnType:
@@ -49,7 +55,10 @@ class TurnType:
         rows = await info.context.loaders.executions_of_turn.load(self.row.id)
         return [ExecutionType(row=r) for r in rows]
 
-    @strawberry.field(description="The turn's transcript events, in order.")
+    @strawberry.field(
+        description="The turn's transcript events, in order; kept whatever the turn's end. "
+        "See TranscriptEvent.payload for what of memory a reader sees."
+    )
     async def transcript(self, info: Info) -> list[TranscriptEventType]:
         rows = await info.context.loaders.events_of_turn.load(self.row.id)
         return [TranscriptEventType(row=r) for r in rows]
@@ -73,8 +82,8 @@ class ExecutionType:
     kind: str = column(description="turn, tool, helper or program.")
     name: str = column(description="The tool's name for a tool execution.")
     status: str = column(description="running, succeeded or failed.")
-    input: JSON | None = column()
-    output: JSON | None = column()
+    input: JSON | None = column(description=_MEMORY_TOOL_IO)
+    output: JSON | None = column(description=_MEMORY_TOOL_IO)
     error: str | None = column()
     created_at: datetime = column()
     ended_at: datetime | None = column()
@@ -121,7 +130,13 @@ class TranscriptEventType:
 
     tool_name: str | None = column()
     tool_call_id: str | None = column()
-    payload: JSON = column()
+    payload: JSON = column(
+        description="A memory tool's event (and memory.pinned, retrieval) is memory: "
+        'without the memory read grant it is {"redacted": ...}, and so are the arguments of '
+        "the memory calls an agent reply names. In a rolled-back or failed turn it is "
+        '{"redacted": "discarded: the turn rolled back"} (or "... failed") for every reader '
+        "but the agent itself (R12, R70, R71)."
+    )
     created_at: datetime = column()
 
     execution: ExecutionType | None = related(

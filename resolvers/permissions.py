@@ -12,7 +12,10 @@ Resources of a namespace ``<ns>`` (docs/security.md):
   the API needs SELECT and UPDATE on both (R71). The memory tools' own inputs
   and outputs (their executions, their transcript events, the pinned list,
   retrievals, kept results) are memory too: without the read grant they are
-  redacted, the rest of the transcript stays readable.
+  redacted, the rest of the transcript stays readable. In a rolled-back or failed
+  turn they are discarded memory (R12): the agent itself alone reads them. An
+  execution's RETRIEVED output uses are memory when they name record versions,
+  the session's when they name history parts.
 
 The agent itself (a runtime token called directly, not through a tool) needs
 no grant for its agents (R70). Every mutation that does not declare its own
@@ -87,7 +90,7 @@ _ADMIN_ROWS = (
     models.IdempotencyKey,
     models.MemoryDeletion,
 )
-_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.OutputUse)
+_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion)
 
 
 def caller_of(context: Any) -> Caller:
@@ -173,6 +176,9 @@ def resource_of(row: Any) -> tuple[Resource, uuid.UUID] | None:
         return Resource.AGENT, row.agent_id
     if isinstance(row, _MEMORY_ROWS):
         return Resource.MEMORY, row.agent_id
+    if isinstance(row, models.OutputUse):  # memory retrieved is memory; history, the session's
+        memory = row.memory_version_id is not None
+        return (Resource.MEMORY if memory else Resource.SESSION), row.agent_id
     agent_id = getattr(row, "agent_id", None)
     if isinstance(agent_id, uuid.UUID) and not isinstance(row, _ADMIN_ROWS):
         return Resource.SESSION, agent_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -21,6 +22,9 @@ from resolvers.types import (
 )
 from server import models
 from server.services import reads
+
+if TYPE_CHECKING:
+    from resolvers.types_uses import OutputUseType
 
 _MEMORY_TOOL_IO = (
     "A memory tool's input and output are memory: null without the memory read grant "
@@ -100,6 +104,21 @@ class ExecutionType:
         return [InvocationType(row=r) for r in rows]
 
     turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
+
+    @strawberry.field(
+        description="What the execution's output put before the model, in its order "
+        "(R43, R63): RETRIEVED record versions for search_memory and recall, parts of kept "
+        "events for search_history; empty for other executions. Memory uses need the "
+        "memory read grant (R71), history uses the session's: without it, null and "
+        "FORBIDDEN."
+    )
+    async def uses(
+        self, info: Info
+    ) -> list[Annotated[OutputUseType, strawberry.lazy("resolvers.types_uses")]] | None:
+        rows = await info.context.loaders.uses_of_execution.load(self.row.id)
+        from resolvers.types_uses import OutputUseType
+
+        return [OutputUseType(row=r) for r in rows]
 
 
 @strawberry.type(name="Invocation")

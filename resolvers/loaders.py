@@ -10,19 +10,25 @@ from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 from strawberry.dataloader import DataLoader
 
 from server.models import (
     Agent,
     AgentVersion,
     Execution,
+    HistoryEvent,
+    HistoryPart,
     Invocation,
     MemoryRecord,
     MemoryVersion,
+    OutputUse,
     Session,
     TranscriptEvent,
     Turn,
 )
+from server.services import history_reads
+from server.services.history_reads import EventDetails
 
 T = TypeVar("T")
 
@@ -44,6 +50,10 @@ class Loaders:
         self.invocations_of_execution = self._grouped(Invocation, "execution_id", "created_at")
         self.events_of_turn = self._grouped(TranscriptEvent, "turn_id", "sequence")
         self.versions_of_agent = self._grouped(AgentVersion, "agent_id", "number")
+        self.turn_status = self._column(Turn, "status")
+        self.history_part = self._by_id(HistoryPart)
+        self.history_event = DataLoader(load_fn=self._history_events)
+        self.uses_of_execution = DataLoader(load_fn=self._uses)
         self._all = [v for v in vars(self).values() if isinstance(v, DataLoader)]
 
     def clear(self) -> None:
@@ -56,6 +66,43 @@ class Loaders:
         async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
             rows = (await self.db.scalars(select(model).where(column.in_(keys)))).all()
             found = {row.id: row for row in rows}  # type: ignore[attr-defined]
+            return [found.get(k) for k in keys]
+
+        return DataLoader(load_fn=load)
+
+    async def _history_events(
+        self, keys: Sequence[uuid.UUID]
+    ) -> list[tuple[HistoryEvent, EventDetails] | None]:
+        """Kept events by id with what they link to (3 statements a batch)."""
+        found = await history_reads.events_by_id(self.db, set(keys))
+        details = await history_reads.event_details(self.db, list(found.values()))
+        return [(found[k], details[k]) if k in found else None for k in keys]
+
+    async def _uses(self, keys: Sequence[uuid.UUID]) -> list[list[OutputUse]]:
+        """Executions' output uses in the order their output gave them: by rank, the
+        parts of an event read whole in their order."""
+        rows = (
+            await self.db.scalars(
+                select(OutputUse)
+                .outerjoin(HistoryPart, col(HistoryPart.id) == col(OutputUse.history_part_id))
+                .where(col(OutputUse.execution_id).in_(keys))
+                .order_by(col(OutputUse.rank), col(HistoryPart.part))
+            )
+        ).all()
+        groups: dict[uuid.UUID, list[OutputUse]] = defaultdict(list)
+        for row in rows:
+            groups[row.execution_id].append(row)
+        return [groups.get(k, []) for k in keys]
+
+    def _column(self, model: type[T], name: str) -> DataLoader[uuid.UUID, Any]:
+        """One column of rows by id, read as a value: no row enters the session's
+        identity map (the access gate's reads, resolvers/permissions.py)."""
+        key: Any = model.id  # type: ignore[attr-defined]
+        value: Any = getattr(model, name)
+
+        async def load(keys: Sequence[uuid.UUID]) -> list[Any]:
+            rows = (await self.db.execute(select(key, value).where(key.in_(keys)))).all()
+            found: dict[Any, Any] = dict(rows)
             return [found.get(k) for k in keys]
 
         return DataLoader(load_fn=load)

@@ -283,13 +283,23 @@ class Mutation:
 
         return await _close(info, "commitTurn", input, commit)
 
-    @strawberry.mutation(description="Discard the turn's memory without trace (R12).")
+    @strawberry.mutation(
+        description="Discard the turn's memory (R12): its new records and versions are "
+        "removed, the records it changed are restored. Its executions and transcript stay; "
+        "the memory text in them is shown to the agent itself only, to every other reader "
+        'as {"redacted": "discarded: the turn rolled back"}.'
+    )
     async def rollback_turn(self, info: Info, input: TurnInput) -> TurnType:
         return await _close(
             info, "rollbackTurn", input, lambda db: turns.rollback_turn(db, turn_id=input.turn_id)
         )
 
-    @strawberry.mutation(description="Mark the attempt failed; it may be retried.")
+    @strawberry.mutation(
+        description="Mark the attempt failed; it may be retried. Its memory is discarded "
+        "as by rollbackTurn; the memory text in its executions and transcript is shown to "
+        'the agent itself only, to every other reader as {"redacted": "discarded: the turn '
+        'failed"}.'
+    )
     async def fail_turn(self, info: Info, input: FailTurnInput) -> TurnType:
         return await _close(
             info,

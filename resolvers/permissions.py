@@ -12,7 +12,10 @@ Resources of a namespace ``<ns>`` (docs/security.md):
   the API needs SELECT and UPDATE on both (R71). The memory tools' own inputs
   and outputs (their executions, their transcript events, the pinned list,
   retrievals, kept results) are memory too: without the read grant they are
-  redacted, the rest of the transcript stays readable.
+  redacted, the rest of the transcript stays readable. In a rolled-back or failed
+  turn they are discarded memory (R12): the agent itself alone reads them. An
+  execution's RETRIEVED output uses are memory when they name record versions,
+  the session's when they name history parts.
 
 The agent itself (a runtime token called directly, not through a tool) needs
 no grant for its agents (R70). Every mutation that does not declare its own
@@ -62,7 +65,14 @@ from server.errors import ForbiddenError, UnauthenticatedError
 from server.services.chain import Caller
 
 _MEMORY_EVENTS = frozenset({"memory.pinned", "retrieval"})
+# rows of a turn's own record, which its end may discard (R12); kept history is of
+# committed turns only
+_TURN_ROWS = (models.Execution, models.TranscriptEvent)
 REDACTED = "redacted: needs SELECT on {ns}.AgentMemory.indexes.* and {ns}.AgentMemory.document"
+DISCARDED = {
+    "rolled_back": "discarded: the turn rolled back",
+    "failed": "discarded: the turn failed",
+}
 
 
 class Resource(Enum):
@@ -80,7 +90,7 @@ _ADMIN_ROWS = (
     models.IdempotencyKey,
     models.MemoryDeletion,
 )
-_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.OutputUse)
+_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion)
 
 
 def caller_of(context: Any) -> Caller:
@@ -166,6 +176,9 @@ def resource_of(row: Any) -> tuple[Resource, uuid.UUID] | None:
         return Resource.AGENT, row.agent_id
     if isinstance(row, _MEMORY_ROWS):
         return Resource.MEMORY, row.agent_id
+    if isinstance(row, models.OutputUse):  # memory retrieved is memory; history, the session's
+        memory = row.memory_version_id is not None
+        return (Resource.MEMORY if memory else Resource.SESSION), row.agent_id
     agent_id = getattr(row, "agent_id", None)
     if isinstance(agent_id, uuid.UUID) and not isinstance(row, _ADMIN_ROWS):
         return Resource.SESSION, agent_id
@@ -392,11 +405,18 @@ def _carries_memory(row: Any, field: str) -> bool | None:
     return False
 
 
-async def _memory_note(context: Context, agent_id: uuid.UUID) -> str | None:
-    """``None`` when the caller may read the agent's memory; else what to show instead."""
-    if (await decide(context, Resource.MEMORY, agent_id)).allowed:
+async def _memory_note(
+    context: Context, agent_id: uuid.UUID, turn_id: uuid.UUID | None = None
+) -> str | None:
+    """``None`` when the caller may read this memory of the agent; else what to show
+    instead. What the memory tools of a rolled-back or failed turn (``turn_id``) were
+    given and gave is discarded memory (R12): only the agent itself still reads it."""
+    decision = await decide(context, Resource.MEMORY, agent_id)
+    if not decision.allowed:
+        return REDACTED.format(ns=await _namespace(context, agent_id) or "?")
+    if decision is AGENT_SELF or turn_id is None:
         return None
-    return REDACTED.format(ns=await _namespace(context, agent_id) or "?")
+    return DISCARDED.get(await context.loaders.turn_status.load(turn_id) or "")
 
 
 async def _reply_of(context: Context, event_id: uuid.UUID) -> tuple[str | None, str, Any] | None:
@@ -421,14 +441,17 @@ async def _redacted(context: Context, row: Any, field: str, value: Any) -> Any:
     carries = _carries_memory(row, field)
     if carries is False:
         return value
-    note = await _memory_note(context, row.agent_id)
+    turn_id = row.turn_id if isinstance(row, _TURN_ROWS) else None
+    note = await _memory_note(context, row.agent_id, turn_id)
     if note is None:
         return value
     if carries is None:
         return await _masked(context, row, value, note)
     if field == "payload":
         return {"redacted": note}
-    return None if field in ("input", "output") else f"[{note}]"
+    if field in ("input", "output"):
+        return {"redacted": note} if note in DISCARDED.values() else None
+    return f"[{note}]"
 
 
 async def _masked(context: Context, row: Any, value: Any, note: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -21,6 +22,15 @@ from resolvers.types import (
 )
 from server import models
 from server.services import reads
+
+if TYPE_CHECKING:
+    from resolvers.types_uses import OutputUseType
+
+_MEMORY_TOOL_IO = (
+    "A memory tool's input and output are memory: null without the memory read grant "
+    '(R71); in a rolled-back or failed turn, {"redacted": "discarded: the turn rolled back"} '
+    '(or "... failed") for every reader but the agent itself (R12).'
+)
 
 
 @strawberry.type(name="Turn")
@@ -49,7 +59,10 @@ class TurnType:
         rows = await info.context.loaders.executions_of_turn.load(self.row.id)
         return [ExecutionType(row=r) for r in rows]
 
-    @strawberry.field(description="The turn's transcript events, in order.")
+    @strawberry.field(
+        description="The turn's transcript events, in order; kept whatever the turn's end. "
+        "See TranscriptEvent.payload for what of memory a reader sees."
+    )
     async def transcript(self, info: Info) -> list[TranscriptEventType]:
         rows = await info.context.loaders.events_of_turn.load(self.row.id)
         return [TranscriptEventType(row=r) for r in rows]
@@ -73,8 +86,8 @@ class ExecutionType:
     kind: str = column(description="turn, tool, helper or program.")
     name: str = column(description="The tool's name for a tool execution.")
     status: str = column(description="running, succeeded or failed.")
-    input: JSON | None = column()
-    output: JSON | None = column()
+    input: JSON | None = column(description=_MEMORY_TOOL_IO)
+    output: JSON | None = column(description=_MEMORY_TOOL_IO)
     error: str | None = column()
     created_at: datetime = column()
     ended_at: datetime | None = column()
@@ -91,6 +104,21 @@ class ExecutionType:
         return [InvocationType(row=r) for r in rows]
 
     turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
+
+    @strawberry.field(
+        description="What the execution's output put before the model, in its order "
+        "(R43, R63): RETRIEVED record versions for search_memory and recall, parts of kept "
+        "events for search_history; empty for other executions. Memory uses need the "
+        "memory read grant (R71), history uses the session's: without it, null and "
+        "FORBIDDEN."
+    )
+    async def uses(
+        self, info: Info
+    ) -> list[Annotated[OutputUseType, strawberry.lazy("resolvers.types_uses")]] | None:
+        rows = await info.context.loaders.uses_of_execution.load(self.row.id)
+        from resolvers.types_uses import OutputUseType
+
+        return [OutputUseType(row=r) for r in rows]
 
 
 @strawberry.type(name="Invocation")
@@ -121,7 +149,13 @@ class TranscriptEventType:
 
     tool_name: str | None = column()
     tool_call_id: str | None = column()
-    payload: JSON = column()
+    payload: JSON = column(
+        description="A memory tool's event (and memory.pinned, retrieval) is memory: "
+        'without the memory read grant it is {"redacted": ...}, and so are the arguments of '
+        "the memory calls an agent reply names. In a rolled-back or failed turn it is "
+        '{"redacted": "discarded: the turn rolled back"} (or "... failed") for every reader '
+        "but the agent itself (R12, R70, R71)."
+    )
     created_at: datetime = column()
 
     execution: ExecutionType | None = related(

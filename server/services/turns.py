@@ -2,8 +2,9 @@
 
 A turn is the transaction of the memory it writes (R12): records and status
 changes staged by an open turn are seen by that turn only; ``commit`` publishes
-them; ``rollback`` and ``fail`` remove them without trace. The turn's transcript
-(its executions and events) stays in every case.
+them; ``rollback`` and ``fail`` remove them (rows removed, not hidden). The turn's
+transcript (its executions and events) stays in every case; the memory text in it is
+then the agent's alone (resolvers/permissions.py).
 """
 
 from __future__ import annotations

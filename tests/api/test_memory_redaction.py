@@ -20,6 +20,7 @@ from tests.api.history_scenario import (
     history_config,
     result,
 )
+from tests.api.scenario import FAIL, ROLLBACK
 from tests.auth_helpers import bearer, run_as
 from tests.conftest import Api
 
@@ -125,3 +126,112 @@ async def test_the_agent_itself_reads_its_own_calls(api: Api, world: dict[str, A
     events, _, _ = await _reads(api, token, world)
     reply = next(e for e in events if e["role"] == "AGENT")
     assert LONG in reply["text"]
+
+
+# -- a discarded turn's memory (R12) ------------------------------------------------------
+
+DISCARDED_VIEW = """
+query($t: UUID!) {
+  turn(id: $t) {
+    status
+    executions { name status input output }
+    transcript { type toolName payload }
+    memories { id }
+  }
+}"""
+
+
+async def _discarded_world(api: Api) -> dict[str, Any]:
+    """Two turns that saved a record, asked recall about it and named the calls in a
+    reply, then ended without commit: one rolled back, one failed."""
+    ns = f"dis{uuid.uuid4().hex[:8]}"
+    s = HistoryScenario(api)
+    agent_id = await s.agent(history_config(), namespace=ns)
+    session = await s.session()
+    turns = {}
+    for end in ("ROLLED_BACK", "FAILED"):
+        turn = await s.turn(session)
+        summary = f"{SECRET} {end} the customer lives in Lisbon"
+        added = await s.add(turn, summary, content=f"{SECRET} content")
+        found = await api.ok(SEARCH_OWN, turn=turn, q="where does the customer live")
+        assert SECRET in str(found)  # the turn itself found what it staged
+        await s.record(
+            turn,
+            agent("Noted.", ("c1", "add_memory", {"summary": summary})),
+            result("c1", execution=added["execution"]["id"]),
+        )
+        await api.ok(ROLLBACK if end == "ROLLED_BACK" else FAIL, turn=turn)
+        turns[end] = turn
+    return {"ns": ns, "agent": agent_id, "turns": turns}
+
+
+SEARCH_OWN = """
+mutation($turn: UUID!, $q: String!) {
+  searchMemory(input: {turnId: $turn, query: $q}) { results { version { summary } } }
+}"""
+
+
+async def _discarded_views(api: Api, token: str, world: dict[str, Any]) -> dict[str, Any]:
+    views = {}
+    for end, turn in world["turns"].items():
+        view = await run_as(api, token, DISCARDED_VIEW, t=turn)
+        assert view.errors is None, view.errors
+        views[end] = view.data["turn"]
+    return views
+
+
+async def test_a_discarded_turns_memory_text_is_for_the_agent_alone(api: Api) -> None:
+    """R12: a rolled-back or failed turn's records and versions are removed; its
+    executions and transcript stay, but the memory text its memory tools were given and
+    gave is shown to the agent itself only. A reader holding every grant sees a marker."""
+    world = await _discarded_world(api)
+    ns = world["ns"]
+    grants = (
+        ("SELECT", f"{ns}.Session"),
+        ("SELECT", f"{ns}.AgentMemory.indexes.*"),
+        ("SELECT", f"{ns}.AgentMemory.document"),
+    )
+    views = await _discarded_views(api, await bearer(api, kind="client", grants=grants), world)
+    assert SECRET not in str(views)
+    for end, note in (
+        ("ROLLED_BACK", "discarded: the turn rolled back"),
+        ("FAILED", "discarded: the turn failed"),
+    ):
+        view = views[end]
+        assert view["status"] == end.lower() and view["memories"] == []
+        tools = {e["name"]: e for e in view["executions"] if e["name"] != "turn"}
+        assert set(tools) == {"add_memory", "search_memory"}
+        assert all(e["status"] == "succeeded" for e in tools.values())
+        assert all(e[f] == {"redacted": note} for e in tools.values() for f in ("input", "output"))
+        events = {(e["type"], e["toolName"]): e["payload"] for e in view["transcript"]}
+        assert events[("tool.result", "add_memory")] == {"redacted": note}
+        assert events[("tool.result", "search_memory")] == {"redacted": note}
+        reply = events[("message.agent", None)]
+        assert reply["text"] == "Noted."
+        assert reply["toolCalls"][0]["arguments"] == {"redacted": note}
+
+    own = await _discarded_views(
+        api, await bearer(api, kind="runtime", agent_id=world["agent"]), world
+    )
+    for end, view in own.items():
+        add = next(e for e in view["executions"] if e["name"] == "add_memory")
+        assert add["input"]["summary"] == f"{SECRET} {end} the customer lives in Lisbon"
+        assert SECRET in add["output"]["memories"][0]["summary"]
+
+
+async def test_a_committed_turns_memory_text_stays_readable(
+    api: Api, world: dict[str, Any]
+) -> None:
+    """The discarded marker is for discarded turns only: a reader with the memory grant
+    still reads a committed turn's memory tools."""
+    ns = world["ns"]
+    grants = (
+        ("SELECT", f"{ns}.Session"),
+        ("SELECT", f"{ns}.AgentMemory.indexes.*"),
+        ("SELECT", f"{ns}.AgentMemory.document"),
+    )
+    token = await bearer(api, kind="client", grants=grants)
+    view = await run_as(api, token, DISCARDED_VIEW, t=world["turn"])
+    assert view.errors is None, view.errors
+    add = next(e for e in view.data["turn"]["executions"] if e["name"] == "add_memory")
+    assert add["input"]["summary"] == f"{SECRET} the customer lives in Lisbon"

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.types import Info as _Info
 
+from resolvers.deadline import Deadline
 from resolvers.loaders import Loaders
 from server.database import Database
 from server.embedding import Embedder
+from server.errors import OutcomeUnknownError
 from server.services import idempotency
 from server.services.chain import Caller
 from server.services.memory import CallRef
@@ -30,6 +34,7 @@ class Context:
     identity: Caller | None = None
     credentials: Credentials | None = None
     response: Any = None
+    deadline: Deadline | None = None
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
     decisions: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -44,6 +49,8 @@ class Context:
         if self._session is None:
             assert self.database.sessionmaker is not None
             self._session = self.database.sessionmaker()
+            if self.deadline is not None:
+                self.deadline.watch(self._session)
         return self._session
 
     @property
@@ -54,11 +61,18 @@ class Context:
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[AsyncSession]:
-        """One mutation: commit on success, roll back on any error."""
+        """One mutation: commit on success, roll back on any error.
+
+        Everything up to the COMMIT may be cancelled by the request's deadline; the
+        COMMIT itself is awaited to its answer (shielded), so that a TIMEOUT answer
+        means nothing was kept. A connection lost while COMMIT is on its way leaves
+        the outcome unknown: OUTCOME_UNKNOWN (a retry with the same idempotencyKey
+        answers the real result)."""
         db = self.db
         try:
             yield db
-            await db.commit()
+            await db.flush()
+            await _commit(db)
         except BaseException:
             await db.rollback()
             raise
@@ -85,6 +99,18 @@ class Context:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def _commit(db: AsyncSession) -> None:
+    try:
+        await asyncio.shield(db.commit())
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise  # the database refused the COMMIT: nothing was kept
+        raise OutcomeUnknownError(
+            "the connection to the database was lost while committing: what this call "
+            "did may or may not be kept; send it again with the same idempotencyKey"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +143,7 @@ def make_context(
     response: Any = None,
     identity: Caller | None = None,
     credentials: Credentials | None = None,
+    deadline: Deadline | None = None,
 ) -> Context:
     return Context(
         database=database,
@@ -126,6 +153,7 @@ def make_context(
         response=response,
         identity=identity,
         credentials=credentials,
+        deadline=deadline,
     )
 
 

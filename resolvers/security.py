@@ -9,14 +9,14 @@ Two layers, each with a secure default from :class:`server.settings.Settings`:
 - an ASGI guard in front of ``/graphql``: a body size limit, POST only with a
   JSON content type (so a form or a ``text/plain`` request, which a browser
   sends cross-site without asking, never runs), a bearer token present, and
-  a wall-clock timeout.
+  a wall-clock timeout that cancels a request only before it sends a COMMIT
+  (:mod:`resolvers.deadline`).
 
 Errors stay masked by :mod:`resolvers.errors`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -47,6 +47,7 @@ from strawberry.extensions import (
     ValidationCache,
 )
 
+from resolvers.deadline import SCOPE_KEY, Deadline
 from server.domain.text import LONE_SURROGATE, first_match
 from server.errors import BadInputError
 from server.settings import Settings
@@ -379,9 +380,10 @@ class GraphQLGuard:
                 started = True
             await send(message)
 
+        deadline = Deadline(self.settings.query_timeout_ms / 1000)
         try:
-            async with asyncio.timeout(self.settings.query_timeout_ms / 1000):
-                await self.app(scope, limited_receive, tracking_send)
+            async with deadline.enforced():
+                await self.app({**scope, SCOPE_KEY: deadline}, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
                 await _send_json(

@@ -40,11 +40,13 @@ class _GraphQL(GraphQL):
 
     async def get_context(self, request: Any, response: Any = None) -> Any:
         from resolvers.context import make_context
+        from resolvers.deadline import SCOPE_KEY
 
         return make_context(
             request=request,
             response=response,
             credentials=_credentials(request),
+            deadline=request.scope.get(SCOPE_KEY),
             **self.services,
         )
 

@@ -69,3 +69,10 @@ class ForbiddenError(DomainError):
     """Credentials are valid but the policy chain does not grant the privilege (R70, R71)."""
 
     code = "FORBIDDEN"
+
+
+class OutcomeUnknownError(DomainError):
+    """A COMMIT was sent and its answer lost (the connection dropped): the call's effect
+    may or may not be kept. A retry with the same idempotency key tells which."""
+
+    code = "OUTCOME_UNKNOWN"

@@ -75,5 +75,8 @@ class Settings(BaseSettings):
         default=262_144, ge=1024, description="Largest request body accepted on /graphql."
     )
     query_timeout_ms: int = Field(
-        default=30_000, ge=1, description="Wall-clock limit of one GraphQL request."
+        default=30_000,
+        ge=1,
+        description="Wall-clock limit of one GraphQL request, until it sends COMMIT "
+        "(a TIMEOUT answer means nothing was kept).",
     )

@@ -4,6 +4,15 @@ The same key with the same input returns the first result; the same key with
 different input is a CONFLICT. Keys are scoped by caller and operation. The
 result is stored in the mutation's own transaction, so a failed call stores
 nothing and may be retried with the same key.
+
+A call first claims its key for the rest of its transaction (a transaction-level
+advisory lock on caller, operation and key), before it looks for a stored result
+and before it runs. A second call with the key while the first is in flight
+finds the claim taken and answers "in flight; retry it" (CONFLICT) at once,
+whatever the mutation: it never runs its body against the first call's
+half-done effects (a turn the first call is committing). The claim ends with the
+first call's transaction: a retry then replays its result, or, if it failed,
+runs afresh.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,22 +57,35 @@ async def once(
             field="idempotencyKey",
         )
     digest = request_hash(request() if callable(request) else request)
+    if not await db.scalar(select(func.pg_try_advisory_xact_lock(*_claim(caller, operation, key)))):
+        raise _in_flight()
     stored = await _stored(db, caller, operation, key)
     if stored is not None:
         return _replay(stored, digest)
     result = await run()
-    inserted = await db.scalar(
-        insert(IdempotencyKey)
-        .values(caller=caller, operation=operation, key=key, request_hash=digest, result=result)
-        .on_conflict_do_nothing()
-        .returning(IdempotencyKey.id)  # type: ignore[call-overload]
-    )
-    if inserted is None:
-        # a concurrent call with the same key won; ours must not land
-        raise ConflictError(
-            "a call with this idempotencyKey is in flight; retry it", field="idempotencyKey"
+    # no other call with this key can have stored a result since: the claim is ours
+    await db.execute(
+        insert(IdempotencyKey).values(
+            caller=caller, operation=operation, key=key, request_hash=digest, result=result
         )
+    )
     return result
+
+
+def _claim(caller: str, operation: str, key: str) -> tuple[int, int]:
+    """The key's advisory lock: two signed 32-bit numbers (PostgreSQL keeps two-number
+    locks apart from the one-number locks other checks take)."""
+    digest = hashlib.sha256("\x00".join((caller, operation, key)).encode()).digest()
+    return (
+        int.from_bytes(digest[:4], "big", signed=True),
+        int.from_bytes(digest[4:8], "big", signed=True),
+    )
+
+
+def _in_flight() -> ConflictError:
+    return ConflictError(
+        "a call with this idempotencyKey is in flight; retry it", field="idempotencyKey"
+    )
 
 
 async def _stored(db: AsyncSession, caller: str, operation: str, key: str) -> IdempotencyKey | None:

@@ -8,9 +8,12 @@ import asyncio
 import uuid
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.orm import Session
 
+from resolvers.context import make_context
 from tests.api.scenario import ADD, BEGIN, Scenario, memory_config
+from tests.auth_helpers import full_caller
 from tests.conftest import Api
 
 COMMIT_KEYED = """
@@ -211,3 +214,37 @@ async def test_concurrent_calls_with_one_key_begin_one_turn(api: Api) -> None:
     assert (await _rows(api, agent))["turns"] == 1
     retried = (await api.ok(BEGIN, session=session, key=key))["beginTurn"]
     assert {retried["turn"]["id"]} == turns
+
+
+async def test_a_connection_lost_at_commit_answers_outcome_unknown(api: Api) -> None:
+    """When the connection drops while COMMIT is on its way, the server cannot know
+    whether the call was kept: it answers OUTCOME_UNKNOWN (not TIMEOUT, which promises
+    that nothing was kept), and the same call sent again with its key answers the real
+    result: here the COMMIT never ran, so the retry begins the turn, once."""
+    s = Scenario(api)
+    agent = await s.agent(memory_config())
+    session = await s.session()
+    key = _key()
+    context = make_context(
+        database=api.database, embedder=api.embedder, settings=api.settings, identity=full_caller()
+    )
+    assert api.database.engine is not None
+    engine = api.database.engine.sync_engine
+
+    def drop_connection(db: Session) -> None:
+        pid = db.connection().exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with engine.connect() as other:
+            other.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)}, 5000)")
+
+    event.listen(context.db.sync_session, "before_commit", drop_connection)
+    lost = await api.schema.execute(
+        BEGIN, variable_values={"session": session, "key": key}, context_value=context
+    )
+    assert lost.errors, lost.data
+    assert lost.errors[0].extensions == {"code": "OUTCOME_UNKNOWN"}
+    assert "same idempotencyKey" in lost.errors[0].message
+    assert (await _rows(api, agent))["turns"] == 0
+    retried = (await api.ok(BEGIN, session=session, key=key))["beginTurn"]
+    assert retried["turn"]["number"] == 1
+    assert (await api.ok(BEGIN, session=session, key=key))["beginTurn"] == retried
+    assert (await _rows(api, agent))["turns"] == 1

@@ -12,11 +12,14 @@ import math
 import uuid
 from collections.abc import Iterable
 
+from server.domain.marking import one_line, unmarked
+
 CHARS_PER_TOKEN = 4
 
 
 def pinned_line(summary: str, record_id: uuid.UUID) -> str:
-    return f"- {summary} (memory {record_id})"
+    """One line, whatever the summary holds: it cannot forge a second line (R30)."""
+    return f"- {one_line(unmarked(summary))} (memory {record_id})"
 
 
 def estimate_tokens(lines: Iterable[str]) -> int:

@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from server.domain.marking import LINE_BREAK
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
 from server.domain.text import NUL, first_match
 from server.domain.visibility import Purpose
@@ -430,7 +431,7 @@ async def add_memory(
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         _require_tool(ts, "add_memory", writes=True)
         text = summary.strip()
-        if not text or "\n" in text or len(text) > MAX_SUMMARY:
+        if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
             raise BadInputError(
                 f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
                 field="summary",
@@ -509,7 +510,7 @@ async def add_memory(
     # The vector is needed whenever the call succeeds: its forward pass runs while the
     # turn is locked and the execution written, not after.
     text = summary.strip()
-    valid = 0 < len(text) <= MAX_SUMMARY and "\n" not in text
+    valid = 0 < len(text) <= MAX_SUMMARY and not LINE_BREAK.search(text)
     embedding = asyncio.ensure_future(
         embedder.embed_one(f"{text}\n{content}" if content else text)
         if valid and (content is None or len(content) <= MAX_CONTENT)

@@ -145,10 +145,16 @@ class BeginTurnPayload:
     turn: TurnType
     execution: ExecutionType
     pinned: list[PinnedMemory]
+    history_note: strawberry.Private[str | None] = None
 
-    @strawberry.field(description="The pinned lines for the turn's instructions (R30).")
+    @strawberry.field(
+        description="The turn's instructions: the pinned lines (R30), then, when the turn "
+        "has earlier history to search (harness.history, R64), one line telling the agent "
+        "to search it with search_history before guessing or asking again."
+    )
     def instructions(self) -> str:
-        return "\n".join(p.line for p in self.pinned)
+        lines = [p.line for p in self.pinned]
+        return "\n".join([*lines, self.history_note] if self.history_note else lines)
 
 
 @strawberry.type
@@ -246,6 +252,7 @@ class Mutation:
                     }
                     for p in begun.pinned
                 ],
+                "history_note": begun.history_note,
             }
 
         db = info.context.db
@@ -269,6 +276,7 @@ class Mutation:
                 )
                 for p in result["pinned"]
             ],
+            history_note=result.get("history_note"),
         )
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")

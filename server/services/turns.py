@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig
+from server.domain.history import SEARCH_FIRST, HistoryReader
 from server.domain.pinned import pinned_line
 from server.domain.visibility import Purpose, Reader
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
@@ -27,6 +28,7 @@ from server.models import (
     Agent,
     AgentVersion,
     Execution,
+    HistoryEvent,
     Invocation,
     MemoryRecord,
     MemoryVersion,
@@ -41,6 +43,7 @@ from server.services.agents import (
 from server.services.lookup import get
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
 from server.storage.gate import record_condition, version_in_force
+from server.storage.history_gate import history_condition
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class BegunTurn:
     turn: Turn
     execution: Execution
     pinned: list[PinnedEntry]
+    history_note: str | None = None  # SEARCH_FIRST when earlier turns can be searched
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +165,25 @@ async def begin_turn(
             ],
         },
     )
-    return BegunTurn(turn=turn, execution=execution, pinned=pinned)
+    note = SEARCH_FIRST if await _has_history(db, turn, config) else None
+    return BegunTurn(turn=turn, execution=execution, pinned=pinned, history_note=note)
+
+
+async def _has_history(db: AsyncSession, turn: Turn, config: HarnessConfig) -> bool:
+    """Whether the turn has kept history to search (R64: for a replay, the turns before
+    its original; for a preview turn, preview turns' too) and history is on."""
+    if config.history is None or turn.session_id is None:
+        return False
+    reader = HistoryReader(
+        agent_id=turn.agent_id,
+        session_id=turn.session_id,
+        turn_number=turn.number,
+        preview=turn.preview,
+    )
+    found = await db.scalar(
+        select(col(HistoryEvent.id)).where(history_condition(reader, HistoryEvent)).limit(1)
+    )
+    return found is not None
 
 
 async def _number(

@@ -145,16 +145,17 @@ class BeginTurnPayload:
     turn: TurnType
     execution: ExecutionType
     pinned: list[PinnedMemory]
-    history_note: strawberry.Private[str | None] = None
+    notes: strawberry.Private[list[str]]
 
     @strawberry.field(
-        description="The turn's instructions: the pinned lines (R30), then, when the turn "
-        "has earlier history to search (harness.history, R64), one line telling the agent "
-        "to search it with search_history before guessing or asking again."
+        description="The turn's instructions: the pinned lines (R30); a line saying how many "
+        "older pins are not listed, when the pinned records add up to more than the budget "
+        "(R31); and, when the turn has earlier history to search (harness.history, R64), one "
+        "line telling the agent to search it with search_history before guessing or asking "
+        "again."
     )
     def instructions(self) -> str:
-        lines = [p.line for p in self.pinned]
-        return "\n".join([*lines, self.history_note] if self.history_note else lines)
+        return "\n".join([*(p.line for p in self.pinned), *self.notes])
 
 
 @strawberry.type
@@ -252,7 +253,7 @@ class Mutation:
                     }
                     for p in begun.pinned
                 ],
-                "history_note": begun.history_note,
+                "notes": begun.notes,
             }
 
         db = info.context.db
@@ -276,7 +277,7 @@ class Mutation:
                 )
                 for p in result["pinned"]
             ],
-            history_note=result.get("history_note"),
+            notes=list(result.get("notes", [])),
         )
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")

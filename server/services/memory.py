@@ -34,6 +34,8 @@ T = TypeVar("T")
 MAX_SUMMARY = 500
 MAX_CONTENT = 20_000
 MAX_LABEL_VALUE = 200
+# what a status change's version keeps of the version it follows
+VERSION_TEXT = ("summary", "content", "kind", "labels", "embedding")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +231,7 @@ def _new_version(
     **fields: Any,
 ) -> MemoryVersion:
     if like is not None:
-        for key in ("summary", "content", "kind", "labels", "embedding"):
+        for key in VERSION_TEXT:
             fields.setdefault(key, getattr(like, key))
     return MemoryVersion(
         record_id=record.id,
@@ -257,15 +259,7 @@ async def _change_status(
     replaced_by: uuid.UUID | None = None,
 ) -> MemoryItem:
     """Stage a status change of a record this turn may change (R12, R21, R22)."""
-    number = (
-        int(
-            await db.scalar(
-                select(func.max(MemoryVersion.number)).where(MemoryVersion.record_id == record.id)  # type: ignore[arg-type]
-            )
-            or 0
-        )
-        + 1
-    )
+    number = await next_version_number(db, record.id)
     new = _new_version(
         scope, execution, ref, record=record, number=number, status=status, like=version
     )
@@ -295,6 +289,13 @@ async def _change_status(
         raise ConflictError(f"memory record {record.id} was changed by another turn")
     await db.refresh(record)
     return MemoryItem(record=record, version=new)
+
+
+async def next_version_number(db: AsyncSession, record_id: uuid.UUID) -> int:
+    last = await db.scalar(
+        select(func.max(col(MemoryVersion.number))).where(col(MemoryVersion.record_id) == record_id)
+    )
+    return int(last or 0) + 1
 
 
 def _labels(scope: TurnScope, labels: object) -> dict[str, str]:

@@ -20,9 +20,11 @@ from server.models import (
     HistoryEvent,
     HistoryPart,
     Invocation,
+    MemoryDeletion,
     MemoryRecord,
     MemoryVersion,
     OutputUse,
+    Principal,
     Session,
     TranscriptEvent,
     Turn,
@@ -44,6 +46,8 @@ class Loaders:
         self.invocation = self._by_id(Invocation)
         self.record = self._by_id(MemoryRecord)
         self.version = self._by_id(MemoryVersion)
+        self.deletion = self._by_id(MemoryDeletion)
+        self.principal = self._by_id(Principal)
         self.versions_of_record = self._grouped(MemoryVersion, "record_id", "number")
         self.executions_of_turn = self._grouped(Execution, "turn_id", "created_at")
         self.children_of_execution = self._grouped(Execution, "parent_id", "created_at")

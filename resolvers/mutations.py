@@ -145,10 +145,17 @@ class BeginTurnPayload:
     turn: TurnType
     execution: ExecutionType
     pinned: list[PinnedMemory]
+    notes: strawberry.Private[list[str]]
 
-    @strawberry.field(description="The pinned lines for the turn's instructions (R30).")
+    @strawberry.field(
+        description="The turn's instructions: the pinned lines (R30); a line saying how many "
+        "older pins are not listed, when the pinned records add up to more than the budget "
+        "(R31); and, when the turn has earlier history to search (harness.history, R64), one "
+        "line telling the agent to search it with search_history before guessing or asking "
+        "again."
+    )
     def instructions(self) -> str:
-        return "\n".join(p.line for p in self.pinned)
+        return "\n".join([*(p.line for p in self.pinned), *self.notes])
 
 
 @strawberry.type
@@ -246,6 +253,7 @@ class Mutation:
                     }
                     for p in begun.pinned
                 ],
+                "notes": begun.notes,
             }
 
         db = info.context.db
@@ -269,6 +277,7 @@ class Mutation:
                 )
                 for p in result["pinned"]
             ],
+            notes=list(result.get("notes", [])),
         )
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")

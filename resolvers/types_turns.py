@@ -163,22 +163,68 @@ class TranscriptEventType:
     )
 
 
-@strawberry.type(name="Provenance", description="Who wrote a memory version (R25).")
+@strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
+class DeletingPrincipalType:
+    id: uuid.UUID
+    name: str
+    kind: str = strawberry.field(description="admin, client or runtime.")
+
+
+@strawberry.type(
+    name="ApiDeletion",
+    description="A deletion through the API (deleteAgentMemory, R71): who, and when.",
+)
+class ApiDeletionType:
+    principal: DeletingPrincipalType | None = strawberry.field(
+        description="None when no principal made the call (dev mode) or it was removed since."
+    )
+    caller: str = strawberry.field(description="The caller as the server named it.")
+    created_at: datetime
+
+
+@strawberry.type(
+    name="Provenance",
+    description="Who wrote a memory version (R25): a tool call of a turn (execution, turn, "
+    "agent version), or, for a deletion through the API, that deletion (apiDeletion).",
+)
 class ProvenanceType:
     row: strawberry.Private[models.MemoryVersion]
 
-    execution: ExecutionType = related("execution", "execution_id", lambda r: ExecutionType(row=r))
+    execution: ExecutionType | None = related(
+        "execution", "execution_id", lambda r: ExecutionType(row=r)
+    )
 
     invocation: InvocationType | None = related(
         "invocation", "invocation_id", lambda r: InvocationType(row=r)
     )
 
-    agent_version: AgentVersionType = related(
+    agent_version: AgentVersionType | None = related(
         "agent_version", "agent_version_id", lambda r: AgentVersionType(row=r)
     )
 
     session: SessionType | None = related("session", "session_id", lambda r: SessionType(row=r))
-    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
+    turn: TurnType | None = related("turn", "turn_id", lambda r: TurnType(row=r))
+
+    @strawberry.field(description="The deletion through the API that wrote this version.")
+    async def api_deletion(self, info: Info) -> ApiDeletionType | None:
+        if self.row.deletion_id is None:
+            return None
+        loaders = info.context.loaders
+        deletion = await loaders.deletion.load(self.row.deletion_id)
+        if deletion is None:
+            return None
+        who = (
+            None
+            if deletion.principal_id is None
+            else await loaders.principal.load(deletion.principal_id)
+        )
+        return ApiDeletionType(
+            principal=None
+            if who is None
+            else DeletingPrincipalType(id=who.id, name=who.name, kind=who.kind),
+            caller=deletion.caller,
+            created_at=deletion.created_at,
+        )
 
 
 @strawberry.type(name="MemoryVersion")

@@ -272,6 +272,14 @@ def keyword_weight(count: int, parts: int) -> float:
     return math.log(1.0 + (parts - count + 0.5) / (count + 0.5))
 
 
+SEARCH_FIRST = (
+    "Earlier turns of this session are searchable with search_history: search them "
+    "before guessing at, or asking again for, something an earlier turn established."
+)
+"""What a turn's instructions say when it has earlier history to search (the spec's last
+paragraph): once, after the pinned lines."""
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryReader:
     """A turn searching its session's history (R64)."""

@@ -92,6 +92,11 @@ class MemoryVersion(SQLModel, table=True):
         CheckConstraint(
             "search_scope IN ('AGENT', 'SESSION', 'NONE')", name="version_search_scope"
         ),
+        CheckConstraint(
+            "deletion_id IS NOT NULL OR (execution_id IS NOT NULL AND agent_version_id IS NOT "
+            "NULL AND turn_id IS NOT NULL)",
+            name="version_provenance",
+        ),
     )
 
     id: uuid.UUID = id_field()
@@ -108,11 +113,16 @@ class MemoryVersion(SQLModel, table=True):
         default=None,
         sa_column=Column(TSVECTOR, Computed(TSV_EXPRESSION, persisted=True), nullable=True),
     )
-    execution_id: uuid.UUID = fk("executions.id")
+    # Provenance (R25): the tool call that wrote the version, or, for a deletion through
+    # the API (R71), which has no execution, turn or agent version, that deletion.
+    execution_id: uuid.UUID | None = fk("executions.id", nullable=True)
     invocation_id: uuid.UUID | None = fk("invocations.id", nullable=True, ondelete="SET NULL")
-    agent_version_id: uuid.UUID = fk("agent_versions.id", ondelete="RESTRICT", index=False)
+    agent_version_id: uuid.UUID | None = fk(
+        "agent_versions.id", nullable=True, ondelete="RESTRICT", index=False
+    )
     session_id: uuid.UUID | None = fk("sessions.id", nullable=True, index=False)
-    turn_id: uuid.UUID = fk("turns.id")
+    turn_id: uuid.UUID | None = fk("turns.id", nullable=True)
+    deletion_id: uuid.UUID | None = fk("memory_deletions.id", nullable=True, index=False)
     created_at: datetime = created_at_field()
     # Kept by the database (migration 0005), never written here: what the visibility gate
     # decides for this version while no open turn changes its record. 'AGENT' / 'SESSION':

@@ -33,12 +33,10 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     Text,
-    and_,
     bindparam,
     case,
     cast,
     extract,
-    false,
     func,
     literal_column,
     select,
@@ -62,6 +60,7 @@ from server.services.history_reads import EventDetails, event_details, events_by
 from server.services.memory import CallRef, record_tool
 from server.services.search import record_embed, record_retrieved
 from server.services.turns import TurnScope
+from server.storage.history_gate import history_condition
 from server.storage.hybrid import (
     Hit,
     SearchSource,
@@ -118,21 +117,6 @@ def reader_of(scope: TurnScope) -> HistoryReader:
         turn_number=turn.number,
         preview=turn.preview,
     )
-
-
-def history_condition(reader: HistoryReader, m: Any = HistoryPart) -> ColumnElement[bool]:
-    """The SQL twin of :func:`server.domain.history.visible_part` over ``m`` (a part or
-    an event: both carry the agent, session, turn number and preview flag)."""
-    if reader.session_id is None:
-        return false()
-    conds = [
-        m.agent_id == reader.agent_id,
-        m.session_id == reader.session_id,
-        m.turn_number < reader.turn_number,
-    ]
-    if not reader.preview:
-        conds.append(m.preview.is_(False))
-    return and_(*conds)
 
 
 async def search_history(

@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from server.domain.marking import LINE_BREAK
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
 from server.domain.text import NUL, first_match
-from server.domain.visibility import Purpose
+from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotAllowedError, NotFoundError
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion
@@ -33,6 +34,8 @@ T = TypeVar("T")
 MAX_SUMMARY = 500
 MAX_CONTENT = 20_000
 MAX_LABEL_VALUE = 200
+# what a status change's version keeps of the version it follows
+VERSION_TEXT = ("summary", "content", "kind", "labels", "embedding")
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +231,7 @@ def _new_version(
     **fields: Any,
 ) -> MemoryVersion:
     if like is not None:
-        for key in ("summary", "content", "kind", "labels", "embedding"):
+        for key in VERSION_TEXT:
             fields.setdefault(key, getattr(like, key))
     return MemoryVersion(
         record_id=record.id,
@@ -256,15 +259,7 @@ async def _change_status(
     replaced_by: uuid.UUID | None = None,
 ) -> MemoryItem:
     """Stage a status change of a record this turn may change (R12, R21, R22)."""
-    number = (
-        int(
-            await db.scalar(
-                select(func.max(MemoryVersion.number)).where(MemoryVersion.record_id == record.id)  # type: ignore[arg-type]
-            )
-            or 0
-        )
-        + 1
-    )
+    number = await next_version_number(db, record.id)
     new = _new_version(
         scope, execution, ref, record=record, number=number, status=status, like=version
     )
@@ -294,6 +289,13 @@ async def _change_status(
         raise ConflictError(f"memory record {record.id} was changed by another turn")
     await db.refresh(record)
     return MemoryItem(record=record, version=new)
+
+
+async def next_version_number(db: AsyncSession, record_id: uuid.UUID) -> int:
+    last = await db.scalar(
+        select(func.max(col(MemoryVersion.number))).where(col(MemoryVersion.record_id) == record_id)
+    )
+    return int(last or 0) + 1
 
 
 def _labels(scope: TurnScope, labels: object) -> dict[str, str]:
@@ -344,26 +346,31 @@ async def _check_pin_budget(
     record_id: uuid.UUID,
     dropping: uuid.UUID | None,
 ) -> None:
-    """R31 under concurrency: the pinned list this turn's readers will see must fit, with
-    the pins other open turns have staged counted as if they commit (each holds its share
-    of the budget until its turn ends). Checks of one agent take turns (an advisory lock
-    held to the end of this transaction), so two turns pinning at once cannot both take
-    the last room."""
+    """R31 under concurrency: the pinned list of every reader of this turn's session who
+    will see the new pin must fit. A preview turn's pin is seen by preview turns; a live
+    turn's by live turns and by preview turns too, which also list the preview pins (R13):
+    both lists are checked. The pins other open turns have staged count as if they commit
+    (each holds its share of the budget until its turn ends). Checks of one agent take
+    turns (an advisory lock held to the end of this transaction), so two turns pinning at
+    once cannot both take the last room."""
     max_tokens = scope.config.memory.pinned_max_tokens
     if max_tokens is None:
         raise NotAllowedError(
             "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
         )
     await db.execute(select(func.pg_advisory_xact_lock(_pin_lock_key(scope.turn.agent_id))))
-    lines = [
-        e.line for e in await pinned_entries(db, reader=scope.reader) if e.record_id != dropping
-    ]
-    lines.extend(await _reserved_pins(db, scope))
-    needed = estimate_tokens([*lines, pinned_line(summary, record_id)])
-    if needed > max_tokens:
-        raise NotAllowedError(
-            over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
-        )
+    readers = [scope.reader]
+    if not scope.reader.preview:
+        readers.append(replace(scope.reader, preview=True))
+    new_line = pinned_line(summary, record_id)
+    for reader in readers:
+        lines = [e.line for e in await pinned_entries(db, reader=reader) if e.record_id != dropping]
+        lines.extend(await _reserved_pins(db, reader))
+        needed = estimate_tokens([*lines, new_line])
+        if needed > max_tokens:
+            raise NotAllowedError(
+                over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
+            )
 
 
 def _pin_lock_key(agent_id: uuid.UUID) -> int:
@@ -371,12 +378,12 @@ def _pin_lock_key(agent_id: uuid.UUID) -> int:
     return int.from_bytes(agent_id.bytes[:8], "big", signed=True)
 
 
-async def _reserved_pins(db: AsyncSession, scope: TurnScope) -> list[str]:
+async def _reserved_pins(db: AsyncSession, reader: Reader) -> list[str]:
     """Lines of the pinned records other open turns have written and not yet committed
-    that this turn's readers would list once they commit: same agent, a scope the reader
-    reads (its own session's, for session scope), preview ones only for a preview reader.
-    A pin another turn is replacing still counts: the reservation errs on the full side."""
-    reader = scope.reader
+    that the reader (of the checking turn's session) would list once they commit: same
+    agent, a scope the reader reads (its own session's, for session scope), preview ones
+    only for a preview reader. A pin another turn is replacing still counts: the
+    reservation errs on the full side."""
     r = MemoryRecord
     readable: list[ColumnElement[bool]] = []
     if "agent" in reader.read_scopes:
@@ -386,10 +393,10 @@ async def _reserved_pins(db: AsyncSession, scope: TurnScope) -> list[str]:
     if not readable:
         return []
     conds = [
-        col(r.agent_id) == scope.turn.agent_id,
+        col(r.agent_id) == reader.agent_id,
         col(r.committed).is_(False),
         col(r.pinned).is_(True),
-        col(r.turn_id) != scope.turn.id,
+        col(r.turn_id) != reader.turn_id,
         or_(*readable),
     ]
     if not reader.preview:
@@ -430,7 +437,7 @@ async def add_memory(
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         _require_tool(ts, "add_memory", writes=True)
         text = summary.strip()
-        if not text or "\n" in text or len(text) > MAX_SUMMARY:
+        if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
             raise BadInputError(
                 f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
                 field="summary",
@@ -509,7 +516,7 @@ async def add_memory(
     # The vector is needed whenever the call succeeds: its forward pass runs while the
     # turn is locked and the execution written, not after.
     text = summary.strip()
-    valid = 0 < len(text) <= MAX_SUMMARY and "\n" not in text
+    valid = 0 < len(text) <= MAX_SUMMARY and not LINE_BREAK.search(text)
     embedding = asyncio.ensure_future(
         embedder.embed_one(f"{text}\n{content}" if content else text)
         if valid and (content is None or len(content) <= MAX_CONTENT)

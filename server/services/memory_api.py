@@ -1,9 +1,13 @@
 """Deleting a memory record through the API (R71).
 
 Whoever deletes through the API (a dashboard, an operator's tool) removes the
-record from recall, search and the pinned list: its status becomes DELETED.
-The record and every version stay readable (R25); who deleted it is kept in
-``memory_deletions``. A record an open turn is changing cannot be deleted
+record from recall, search and the pinned list: its status becomes DELETED,
+and, as a tool's deletion does (R21, R25), the deletion is a new version of
+status DELETED, so every reader of the version in force (``read_memory``, the
+record listings, ``agentMemory`` and its history) says DELETED. An API call has
+no execution, turn or agent version: the version's provenance is the deletion
+instead, kept in ``memory_deletions`` (the principal, the caller, the time).
+The record and every version stay readable. A record an open turn is changing cannot be deleted
 until that turn ends (CONFLICT); a record not yet committed does not exist
 for the API (R12).
 """
@@ -15,7 +19,8 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.errors import ConflictError, NotFoundError
-from server.models import MemoryDeletion, MemoryRecord
+from server.models import MemoryDeletion, MemoryRecord, MemoryVersion
+from server.services.memory import VERSION_TEXT, next_version_number
 
 
 async def delete_record(
@@ -30,14 +35,24 @@ async def delete_record(
         )
     if record.status != "ACTIVE":
         raise ConflictError(f"memory record {record_id} is {record.status}, not ACTIVE")
-    record.status = "DELETED"
-    db.add(
-        MemoryDeletion(
-            agent_id=record.agent_id,
-            record_id=record.id,
-            principal_id=principal_id,
-            caller=caller,
-        )
+    deletion = MemoryDeletion(
+        agent_id=record.agent_id, record_id=record.id, principal_id=principal_id, caller=caller
     )
+    db.add(deletion)
+    await db.flush()
+    current = await db.get(MemoryVersion, record.current_version_id)
+    assert current is not None
+    version = MemoryVersion(
+        record_id=record.id,
+        agent_id=record.agent_id,
+        number=await next_version_number(db, record.id),
+        status="DELETED",
+        deletion_id=deletion.id,
+        **{key: getattr(current, key) for key in VERSION_TEXT},
+    )
+    db.add(version)
+    await db.flush()
+    record.status = "DELETED"
+    record.current_version_id = version.id
     await db.flush()
     return record

@@ -67,6 +67,7 @@ from sqlalchemy.orm import defer
 from sqlmodel import col
 
 from server.domain import cursor
+from server.domain.marking import one_line, unmarked
 from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder, default_model_path
@@ -557,9 +558,10 @@ def render_memory(items: Sequence[Found]) -> str:
     for item in items:
         v = item.version
         when = v.created_at.date().isoformat()
-        lines.append(f"- [{v.kind}, saved {when}, id {item.record.id}] {v.summary}")
-        if v.content:
-            lines.extend(f"  {line}" for line in v.content.splitlines())
+        summary = one_line(unmarked(v.summary))
+        lines.append(f"- [{unmarked(v.kind)}, saved {when}, id {item.record.id}] {summary}")
+        if v.content:  # each line indented, none able to close the block (R44)
+            lines.extend(f"  {line}" for line in unmarked(v.content).splitlines())
     lines.append("</memory>")
     return "\n".join(lines)
 

@@ -20,13 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig
-from server.domain.pinned import pinned_line
+from server.domain.history import SEARCH_FIRST, HistoryReader
+from server.domain.pinned import newest_that_fit, omitted_note, pinned_line
 from server.domain.visibility import Purpose, Reader
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import (
     Agent,
     AgentVersion,
     Execution,
+    HistoryEvent,
     Invocation,
     MemoryRecord,
     MemoryVersion,
@@ -41,6 +43,7 @@ from server.services.agents import (
 from server.services.lookup import get
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
 from server.storage.gate import record_condition, version_in_force
+from server.storage.history_gate import history_condition
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class BegunTurn:
     turn: Turn
     execution: Execution
     pinned: list[PinnedEntry]
+    notes: list[str]  # lines the instructions carry after the pinned ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,21 +151,47 @@ async def begin_turn(
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
-    pins_listed = config.memory.enabled and config.memory.pinned_max_tokens is not None
-    pinned = await pinned_entries(db, reader=reader_for(turn, config)) if pins_listed else []
+    max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
+    pinned = [] if max_tokens is None else await pinned_entries(db, reader=reader_for(turn, config))
+    notes: list[str] = []
+    payload: dict[str, Any] = {}
+    if max_tokens is not None:  # R31: never list more than the budget (server/domain/pinned.py)
+        shown = newest_that_fit([p.line for p in pinned], max_tokens)
+        omitted, pinned = pinned[: len(pinned) - shown], pinned[len(pinned) - shown :]
+        if omitted:
+            notes.append(omitted_note(omitted=len(omitted), max_tokens=max_tokens))
+            payload["omitted"] = _versions(omitted)
     await append_event(
         db,
         turn=turn,
         type="memory.pinned",
         execution_id=execution.id,
-        payload={
-            "lines": [p.line for p in pinned],
-            "versions": [
-                {"record": str(p.record_id), "version": str(p.version_id)} for p in pinned
-            ],
-        },
+        payload={"lines": [p.line for p in pinned], "versions": _versions(pinned), **payload},
     )
-    return BegunTurn(turn=turn, execution=execution, pinned=pinned)
+    if await _has_history(db, turn, config):
+        notes.append(SEARCH_FIRST)
+    return BegunTurn(turn=turn, execution=execution, pinned=pinned, notes=notes)
+
+
+def _versions(entries: list[PinnedEntry]) -> list[dict[str, str]]:
+    return [{"record": str(p.record_id), "version": str(p.version_id)} for p in entries]
+
+
+async def _has_history(db: AsyncSession, turn: Turn, config: HarnessConfig) -> bool:
+    """Whether the turn has kept history to search (R64: for a replay, the turns before
+    its original; for a preview turn, preview turns' too) and history is on."""
+    if config.history is None or turn.session_id is None:
+        return False
+    reader = HistoryReader(
+        agent_id=turn.agent_id,
+        session_id=turn.session_id,
+        turn_number=turn.number,
+        preview=turn.preview,
+    )
+    found = await db.scalar(
+        select(col(HistoryEvent.id)).where(history_condition(reader, HistoryEvent)).limit(1)
+    )
+    return found is not None
 
 
 async def _number(

@@ -126,7 +126,10 @@ async def test_r71_deleting_needs_select_and_update_and_keeps_the_history(
     assert codes(again) == ["CONFLICT"]
     kept = (await run_as(api, reader, RECORD, id=target)).data["agentMemory"]
     assert kept["status"] == "DELETED"
-    assert [v["summary"] for v in kept["versions"]] == ["SENTINEL-A fact 2"]
+    assert [(v["number"], v["status"], v["summary"]) for v in kept["versions"]] == [
+        (1, "ACTIVE", "SENTINEL-A fact 2"),
+        (2, "DELETED", "SENTINEL-A fact 2"),
+    ]
     turn = (await api.ok(BEGIN, session=world.session))["beginTurn"]["turn"]["id"]
     found = (await api.ok(SEARCH, t=turn))["searchMemory"]["results"]
     ids = {r["record"]["id"] for r in found}

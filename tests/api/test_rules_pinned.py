@@ -326,3 +326,63 @@ async def test_r31_another_sessions_staged_session_pin_reserves_nothing_here(api
     await s.commit(turn)
     await s.commit(elsewhere)
     assert pins(await s.begin(here)) == [added]
+
+
+async def test_r31_a_live_pin_counts_the_pins_preview_turns_would_list_with_it(
+    api: Api,
+) -> None:
+    """R31 with R13: preview turns list live and preview pins, so a live pin must fit
+    beside the committed preview pins too; a later preview turn's list stays in budget."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=25))
+    session = await s.session()
+    drafting = await s.turn(session, preview=True)
+    draft = await s.add_id(drafting, "Preview pin that fills it", pinned=True)
+    await s.commit(drafting)
+    live = await s.turn(session)
+    _, ext = await api.error(ADD, turn=live, summary="Live pin of the same size", pinned=True)
+    assert ext["code"] == "NOT_ALLOWED" and ext["field"] == "pinned"
+    await s.commit(live)
+    assert pins(await s.begin(session)) == []
+    listed = await s.begin(session, preview=True)
+    assert pins(listed) == [draft]
+    assert tokens([p["line"] for p in listed["pinned"]]) <= 25
+
+
+async def test_r31_a_preview_pin_counts_the_live_pins_it_is_listed_with(api: Api) -> None:
+    """R31 with R13: a preview turn's pin is checked against the live pins preview turns
+    list with it."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=25))
+    session = await s.session()
+    live = await s.committed("Live pin that fills it", session, pinned=True)
+    preview = await s.turn(session, preview=True)
+    _, ext = await api.error(ADD, turn=preview, summary="Preview pin, same size", pinned=True)
+    assert ext["code"] == "NOT_ALLOWED" and ext["field"] == "pinned"
+    await s.commit(preview)
+    assert pins(await s.begin(session, preview=True)) == [live]
+
+
+async def test_r31_pins_over_a_smaller_budget_list_the_newest_that_fit(api: Api) -> None:
+    """R31: pins made under a larger budget are never listed over a later, smaller one:
+    the newest pins that fit are listed, oldest first; the instructions say how many
+    older ones are not, and the memory.pinned event names them."""
+    s = Scenario(api)
+    await s.agent(memory_config(pinned=1000))
+    session = await s.session()
+    made = [await s.committed(f"Pin number {i} of three", session, pinned=True) for i in range(3)]
+    before = await s.begin(session)
+    lines = [p["line"] for p in before["pinned"]]
+    budget = tokens(lines[1:])  # room for the two newest only
+    assert budget < tokens(lines)
+    await s.publish(memory_config(pinned=budget))
+    begun = await s.begin(session)
+    assert pins(begun) == made[1:]
+    listed = [p["line"] for p in begun["pinned"]]
+    assert tokens(listed) <= budget
+    note = begun["instructions"].split("\n")[-1]
+    assert begun["instructions"].split("\n")[:-1] == listed
+    assert note.startswith("1 older pinned record(s) are not listed") and "consolidate" in note
+    event = await pinned_event(api, begun["turn"]["id"])
+    assert event["lines"] == listed
+    assert [v["record"] for v in event["omitted"]] == made[:1]

@@ -613,7 +613,7 @@ async def test_r12_r14_search_scope_follows_every_change_of_a_record(api: Api) -
             db, record_id=uuid.UUID(api_gone), principal_id=None, caller="test"
         )
         await db.commit()
-    assert (await _search_scopes(api, agent))[api_gone] == [(1, "NONE")]
+    assert (await _search_scopes(api, agent))[api_gone] == [(1, "NONE"), (2, "NONE")]
 
     preview = await s.turn(session, preview=True)
     previewed = await s.add_id(preview, "Preview note about tomatoes", scope="AGENT")

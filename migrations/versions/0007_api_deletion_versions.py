@@ -1,0 +1,64 @@
+"""a deletion through the API is a version of the record (R21, R25, R71)
+
+``deleteAgentMemory`` wrote only the record's status and a ``memory_deletions``
+row, so the record's versions, and every reader of its version in force
+(``readMemory``'s sources among them), still said ACTIVE. Now it writes a
+version of status DELETED like a tool's deletion, whose provenance is the
+deletion (``deletion_id``: who deleted it, through which caller, when) instead
+of an execution, turn and agent version, which an API call does not have: those
+three columns become nullable, and a version has one provenance or the other
+(``version_provenance``).
+
+Downgrade removes the API deletions' versions (the record keeps its DELETED
+status, its version in force going back to the one before, as before this
+migration).
+
+Revision ID: 0007
+Revises: 0006
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0007"
+down_revision: str | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_PROVENANCE = (
+    "deletion_id IS NOT NULL OR "
+    "(execution_id IS NOT NULL AND agent_version_id IS NOT NULL AND turn_id IS NOT NULL)"
+)
+
+
+def upgrade() -> None:
+    op.add_column("memory_versions", sa.Column("deletion_id", sa.Uuid(), nullable=True))
+    op.create_foreign_key(
+        "memory_versions_deletion_id_fkey",
+        "memory_versions",
+        "memory_deletions",
+        ["deletion_id"],
+        ["id"],
+        ondelete="CASCADE",
+    )
+    for column in ("execution_id", "agent_version_id", "turn_id"):
+        op.alter_column("memory_versions", column, existing_type=sa.Uuid(), nullable=True)
+    op.create_check_constraint("version_provenance", "memory_versions", _PROVENANCE)
+
+
+def downgrade() -> None:
+    op.execute(
+        "UPDATE memory_records r SET current_version_id = ("
+        " SELECT p.id FROM memory_versions p WHERE p.record_id = r.id AND p.deletion_id IS NULL"
+        " ORDER BY p.number DESC LIMIT 1)"
+        " WHERE EXISTS (SELECT 1 FROM memory_versions v"
+        " WHERE v.id = r.current_version_id AND v.deletion_id IS NOT NULL)"
+    )
+    op.execute("DELETE FROM memory_versions WHERE deletion_id IS NOT NULL")
+    op.drop_constraint("version_provenance", "memory_versions", type_="check")
+    for column in ("execution_id", "agent_version_id", "turn_id"):
+        op.alter_column("memory_versions", column, existing_type=sa.Uuid(), nullable=False)
+    op.drop_constraint("memory_versions_deletion_id_fkey", "memory_versions", type_="foreignkey")
+    op.drop_column("memory_versions", "deletion_id")

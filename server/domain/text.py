@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-NUL = re.compile("\x00")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A NUL, or half of a surrogate pair: what no ``text`` or ``jsonb`` value can hold.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def first_match(value: Any, pattern: re.Pattern[str], path: str = "") -> str | None:

@@ -5,10 +5,29 @@ Names are matched whole: a trailing newline is not a valid name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any
 
 import pytest
+from graphql import (
+    GraphQLEnumType,
+    GraphQLInputObjectType,
+    GraphQLInputType,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLScalarType,
+    GraphQLSchema,
+    get_named_type,
+    is_leaf_type,
+    is_required_input_field,
+    parse,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from resolvers.inputs import unstorable_argument
+from resolvers.schema import build_schema
 from tests.api.scenario import CREATE_AGENT, INVOKE, START_EXECUTION, Scenario, memory_config
 from tests.conftest import Api
 
@@ -94,3 +113,119 @@ async def test_names_ending_in_a_newline_are_refused(
     """A name is matched whole: ``$`` would let a trailing newline through."""
     _, ext = await api.error(CREATE_AGENT, ns=ns, name=name, sessionless=False)
     assert (ext["code"], ext["field"]) == ("BAD_INPUT", field)
+
+
+# -- every string input of the schema ----------------------------------------------------
+
+_MINIMAL: dict[str, Any] = {
+    "String": "ok",
+    "ID": "ok",
+    "UUID": "00000000-0000-0000-0000-000000000000",
+    "Int": 1,
+    "Float": 1.0,
+    "Boolean": False,
+    "JSON": {},
+    "DateTime": "2026-01-01T00:00:00+00:00",
+}
+
+
+def _minimal(type_: GraphQLInputType) -> Any:
+    """The smallest value of a type: required fields only."""
+    if isinstance(type_, GraphQLNonNull):
+        return _minimal(type_.of_type)
+    if isinstance(type_, GraphQLList):
+        return [_minimal(type_.of_type)]
+    if isinstance(type_, GraphQLEnumType):
+        return next(iter(type_.values))
+    if isinstance(type_, GraphQLInputObjectType):
+        return {
+            name: _minimal(field.type)
+            for name, field in type_.fields.items()
+            if is_required_input_field(field)
+        }
+    assert isinstance(type_, GraphQLScalarType)
+    return _MINIMAL[type_.name]
+
+
+def _strings(type_: GraphQLInputType, path: str) -> Iterator[tuple[str, Callable[[str], Any]]]:
+    """Every place of a value of ``type_`` that holds text: its path, and a function that
+    builds the minimal value with that place holding the given text (in a JSON value:
+    as a key and as a string)."""
+    if isinstance(type_, GraphQLNonNull):
+        yield from _strings(type_.of_type, path)
+    elif isinstance(type_, GraphQLList):
+        for at, build in _strings(type_.of_type, f"{path}[0]"):
+            yield at, lambda text, build=build: [build(text)]  # type: ignore[misc]
+    elif isinstance(type_, GraphQLInputObjectType):
+        base = _minimal(type_)
+        for name, field in type_.fields.items():
+            here = f"{path}.{name}" if path else name
+            for at, build in _strings(field.type, here):
+                yield at, lambda text, name=name, build=build: base | {name: build(text)}  # type: ignore[misc]
+    elif isinstance(type_, GraphQLScalarType) and type_.name in ("String", "ID"):
+        yield path, lambda text: text
+    elif isinstance(type_, GraphQLScalarType) and type_.name == "JSON":
+        yield f"{path}.k", lambda text: {"k": text}
+        yield f"{path}.k\\u0000", lambda text: {"k" + "\x00": text}
+
+
+def _every_string_argument(schema: GraphQLSchema) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for root in (schema.query_type, schema.mutation_type):
+        assert root is not None
+        operation = "query" if root is schema.query_type else "mutation"
+        for name, field in root.fields.items():
+            if not field.args:
+                continue
+            declared = ", ".join(f"${a}: {arg.type}" for a, arg in field.args.items())
+            passed = ", ".join(f"{a}: ${a}" for a in field.args)
+            selection = "" if is_leaf_type(get_named_type(field.type)) else " { __typename }"
+            document = f"{operation}({declared}) {{ {name}({passed}){selection} }}"
+            minimal = {a: _minimal(arg.type) for a, arg in field.args.items()}
+            for a, arg in field.args.items():
+                for at, build in _strings(arg.type, "" if a == "input" else a):
+                    yield document, at, minimal | {a: build}
+
+
+@cache
+def _places() -> tuple[GraphQLSchema, list[tuple[str, str, dict[str, Any]]]]:
+    schema = build_schema()._schema
+    return schema, list(_every_string_argument(schema))
+
+
+def test_the_places_holding_text_include_those_found_answering_internal() -> None:
+    _, places = _places()
+    fields = {(document.split("{ ")[1].split("(")[0], at) for document, at, _ in places}
+    for field in [
+        ("failTurn", "error"),
+        ("startExecution", "name"),
+        ("recordInvocation", "model"),
+        ("createSession", "externalId"),
+        ("publishAgentVersion", "label"),
+        ("publishAgentVersion", "config.k"),
+        ("publishAgentVersion", "config.k\\u0000"),
+        ("recordEvents", "events[0].toolCalls[0].arguments.k"),
+    ]:
+        assert field in fields
+    assert len(places) >= 40
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    bad=st.builds(
+        lambda head, bad, tail: head + bad + tail,
+        st.text(max_size=5),
+        st.sampled_from(["\x00", "\ud800", "\udfff"]),
+        st.text(max_size=5),
+    )
+)
+def test_every_string_argument_of_the_schema_is_checked(bad: str) -> None:
+    """Every String, ID and JSON argument of every root field, at any depth of its input
+    objects and lists: holding a NUL or a lone surrogate, it is found and named. A field
+    added later is covered by this test as it is by the check."""
+    schema, places = _places()
+    for document, at, variables in places:
+        built = {k: v(bad) if callable(v) else v for k, v in variables.items()}
+        if at.endswith("\\u0000"):  # the key is the bad text; its value is storable
+            built = {k: v("ok") if callable(v) else v for k, v in variables.items()}
+        found = unstorable_argument(schema, parse(document), built, None, document)
+        assert found == at, (document, at, found)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 
 from server.errors import DomainError
@@ -30,11 +30,15 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
             extensions=original.extensions(),
         )
     if original is None or (isinstance(original, GraphQLError) and error.path is None):
-        # parse and validation errors, and variables that do not coerce to their
-        # declared types (a malformed UUID, an unknown enum value): the client's
-        # query is at fault, and the message names only the client's own input
+        # syntax errors (the parser's message and location), validation errors, and
+        # variables that do not coerce to their declared types (a malformed UUID, an
+        # unknown enum value): the client's query is at fault, and the message names
+        # only the client's own input
         extensions = dict(error.extensions or {})
-        extensions.setdefault("code", "GRAPHQL_VALIDATION_FAILED")
+        parse_failed = isinstance(error, GraphQLSyntaxError)
+        extensions.setdefault(
+            "code", "GRAPHQL_PARSE_FAILED" if parse_failed else "GRAPHQL_VALIDATION_FAILED"
+        )
         return GraphQLError(
             error.message,
             nodes=error.nodes,

@@ -8,13 +8,15 @@ import strawberry
 from strawberry.tools import merge_types
 
 from resolvers.auth import ApiMutation, Authentication
+from resolvers.documents import OneOperation
 from resolvers.errors import DomainErrors
 from resolvers.history import HistoryMutation, HistoryQuery
+from resolvers.inputs import StorableText
 from resolvers.mutations import Mutation as CoreMutation
 from resolvers.permissions import AccessGate
 from resolvers.queries import Query as CoreQuery
 from resolvers.search import SearchMutation
-from resolvers.security import UnicodeVariables, schema_extensions
+from resolvers.security import schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
@@ -31,7 +33,7 @@ def build_schema(
     *, extensions: list[Any] | None = None, settings: Settings | None = None
 ) -> strawberry.Schema:
     """With ``settings``, the hardening limits of :mod:`resolvers.security` apply. The
-    limits run first, then the check that variables are Unicode text, then
+    limits run first, then the check that every string argument can be stored, then
     authentication, then the access gate (docs/security.md)."""
     limits = schema_extensions(settings) if settings is not None else []
     return _Schema(
@@ -39,8 +41,9 @@ def build_schema(
         mutation=merge_types("Mutation", MUTATIONS),
         extensions=[
             DomainErrors,
+            OneOperation,
             *limits,
-            UnicodeVariables,
+            StorableText,
             Authentication,
             AccessGate,
             *(extensions or []),

@@ -41,14 +41,13 @@ from strawberry.extensions import (
     DisableIntrospection,
     MaxAliasesLimiter,
     MaxTokensLimiter,
-    ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
     ValidationCache,
 )
 
 from resolvers.deadline import SCOPE_KEY, Deadline
-from server.domain.text import LONE_SURROGATE, first_match
+from resolvers.documents import CachedParser
 from server.errors import BadInputError
 from server.settings import Settings
 
@@ -139,7 +138,8 @@ def document_cost(
     return worst
 
 
-def _refuse(error: Exception) -> ExecutionResult:
+def refusal(error: Exception) -> ExecutionResult:
+    """The result of an operation refused before it ran."""
     return ExecutionResult(data=None, errors=[GraphQLError(str(error), original_error=error)])
 
 
@@ -165,28 +165,10 @@ def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:
                             field="first",
                         )
                 except BadInputError as exc:
-                    context.result = _refuse(exc)
+                    context.result = refusal(exc)
             yield
 
     return QueryCostLimiter
-
-
-class UnicodeVariables(SchemaExtension):
-    """Refuses variables holding text that is not Unicode: a lone surrogate, which JSON
-    can spell (``"\\ud800"``) but UTF-8, and so PostgreSQL, cannot store. A query's own
-    string literals cannot hold one (the GraphQL lexer refuses it)."""
-
-    def on_execute(self) -> Iterator[None]:
-        context = self.execution_context
-        if context.result is None and context.variables:
-            at = first_match(context.variables, LONE_SURROGATE)
-            if at is not None:
-                context.result = _refuse(
-                    BadInputError(
-                        f"{at} is not valid Unicode text: it holds a lone surrogate", field=at
-                    )
-                )
-        yield
 
 
 class NoSuggestions(SchemaExtension):
@@ -254,7 +236,7 @@ def schema_extensions(settings: Settings) -> list[Callable[[], SchemaExtension]]
     ]
     extensions: list[Callable[[], SchemaExtension]] = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-        lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
+        lambda: CachedParser(maxsize=DOCUMENT_CACHE_SIZE),
         lambda: AddValidationRules(rules),
         lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
         cost_limiter(settings),
@@ -296,6 +278,14 @@ async def _send_json(
     await send({"type": "http.response.body", "body": body})
 
 
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, ``None`` without one.
+    The scheme's name is case-insensitive (RFC 7235): ``bearer`` and ``BEARER`` work."""
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def _media_type(headers: Mapping[str, str]) -> str:
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
@@ -316,9 +306,9 @@ class GraphQLGuard:
         headers = {
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
         }
-        refusal = self._refusal(scope["method"], headers)
-        if refusal is not None:
-            await _send_json(send, *refusal)
+        refused = self._refusal(scope["method"], headers)
+        if refused is not None:
+            await _send_json(send, *refused)
             return
         await self._run(scope, receive, send)
 
@@ -351,8 +341,7 @@ class GraphQLGuard:
                 ),
                 [],
             )
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if self.require_token and (scheme != "Bearer" or not token.strip()):
+        if self.require_token and bearer_token(headers.get("authorization", "")) is None:
             return (
                 401,
                 error_body("send a token: Authorization: Bearer <token>", "UNAUTHENTICATED"),

@@ -3,16 +3,19 @@ the database, the embedder and the schema inside the Starlette lifespan."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
 from server.database import Database
@@ -22,7 +25,14 @@ from server.settings import Settings
 _log = logging.getLogger("agent_memory")
 
 
+# What a request Strawberry refuses before running it answers, besides its status.
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
+
 class _GraphQL(GraphQL):
+    """Strawberry's ASGI app; a request it refuses is answered in JSON with a code, like
+    every other error (docs/security.md, "Errors at the HTTP boundary")."""
+
     def __init__(self, schema: Any, *, services: dict[str, Any], dev: bool) -> None:
         super().__init__(
             schema,
@@ -30,6 +40,37 @@ class _GraphQL(GraphQL):
             allow_queries_via_get=False,
         )
         self.services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        from resolvers.security import error_body
+
+        response: Response
+        try:
+            response = await self.run(Request(scope, receive))
+        except HTTPException as exc:
+            code = _HTTP_CODES.get(exc.status_code, "BAD_REQUEST")
+            response = Response(
+                error_body(exc.reason, code),
+                status_code=exc.status_code,
+                media_type="application/json",
+            )
+        await response(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """One JSON object: not a batch (a list), a string or a number; a body that is not
+        UTF-8 or nests too deeply for the parser is malformed like any other."""
+        try:
+            value = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise HTTPException(400, "the request body is not valid JSON") from exc
+        if isinstance(value, list):
+            raise HTTPException(400, "batched requests are not supported: send one per request")
+        if not isinstance(value, dict):
+            raise HTTPException(400, "the request body must be a JSON object with a query")
+        return value
 
     async def process_result(self, request: Any, result: Any) -> Any:
         from resolvers.security import mask_uncoded
@@ -55,12 +96,13 @@ def _credentials(request: Any) -> Any:
     """The bearer token and the chain headers (docs/security.md); resolved into the
     caller by ``resolvers.auth.Authentication`` once the document passed the limits."""
     from resolvers.context import Credentials
+    from resolvers.security import bearer_token
 
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme != "Bearer" or not token.strip():
+    token = bearer_token(request.headers.get("authorization", ""))
+    if token is None:
         return None
     return Credentials(
-        token=token.strip(),
+        token=token,
         execution=request.headers.get("x-agent-memory-execution"),
         tool=request.headers.get("x-agent-memory-tool"),
     )

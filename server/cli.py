@@ -48,16 +48,25 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from server.database import Database
     from server.settings import Settings
 
+    down = args.down or (args.revision or "").startswith("-")
+    if down and args.revision is None:
+        print(
+            "migrate --down needs the revision to go down to: -1 for one step, "
+            "base for an empty database, or a revision id",
+            file=sys.stderr,
+        )
+        return 2
+    revision = args.revision or "head"
     database = Database(Settings())
     url = database.resolve_url()
     try:
-        if args.revision.startswith("-") or args.down:
-            migrate.downgrade(url, args.revision)
+        if down:
+            migrate.downgrade(url, revision)
         else:
-            migrate.upgrade(url, args.revision)
+            migrate.upgrade(url, revision)
     finally:
         database.stop()
-    print(f"migrated to {args.revision}")
+    print(f"migrated to {revision}")
     return 0
 
 
@@ -102,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--no-migrate", action="store_true")
     serve.set_defaults(func=cmd_serve)
     mig = sub.add_parser("migrate", help="upgrade (or --down) the database schema")
-    mig.add_argument("revision", nargs="?", default="head")
+    mig.add_argument("revision", nargs="?", help="default: head; required with --down")
     mig.add_argument("--down", action="store_true")
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")

@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncSession
 
 T = TypeVar("T")
-_DURATION = re.compile(r"^(\d+)([dhm])$")
+_DURATION = re.compile(r"(\d+)([dhm])")
 
 
 def _in_session(work: Callable[[AsyncSession], Awaitable[T]], *, url: URL | None = None) -> T:
@@ -65,7 +65,7 @@ def _expiry(args: argparse.Namespace) -> datetime | None:
         moment = datetime.fromisoformat(args.expires_at)
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     if args.expires_in:
-        match = _DURATION.match(args.expires_in)
+        match = _DURATION.fullmatch(args.expires_in)
         if match is None:
             raise SystemExit("--expires-in takes a number and d, h or m, e.g. 30d")
         unit = {"d": "days", "h": "hours", "m": "minutes"}[match.group(2)]

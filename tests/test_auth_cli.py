@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 
 from server.cli import main
@@ -147,3 +148,27 @@ def test_dev_mode_first_start_prints_an_admin_token_once(
     assert _authenticate(fresh_url, token) == "admin"
     print_dev_admin_token(fresh_url)
     assert auth.TOKEN_MARK not in capsys.readouterr().out
+
+
+def _alembic_version(url: URL) -> str:
+    async def run() -> str:
+        database = Database(Settings(), url=url)
+        await database.connect()
+        try:
+            async with database.session() as db:
+                return str(await db.scalar(text("SELECT version_num FROM alembic_version")))
+        finally:
+            await database.dispose()
+
+    return asyncio.run(run())
+
+
+def test_migrate_down_needs_a_revision(cli_env: URL, capsys: pytest.CaptureFixture[str]) -> None:
+    """``migrate --down`` alone names no revision to go down to: an error, not a silent
+    "migrated to head", and the database is left as it was."""
+    before = _alembic_version(cli_env)
+    assert main(["migrate", "--down"]) == 2
+    out, err = capsys.readouterr()
+    assert "migrated" not in out
+    assert "--down needs the revision" in err
+    assert _alembic_version(cli_env) == before

@@ -11,26 +11,41 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-NUL = re.compile("\x00")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A NUL, or half of a surrogate pair: what no ``text`` or ``jsonb`` value can hold.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-def first_match(value: Any, pattern: re.Pattern[str], path: str = "") -> str | None:
-    """Where in ``value`` (objects, lists, strings) a string or key matches ``pattern``,
-    as ``events[2].text``; ``None`` if nowhere. A key that matches is named with the
-    match escaped (``k\\u0000``), so the answer is itself plain text. Iterative: however
-    deep the value nests, this does not recurse."""
+def storable(text: str) -> bool:
+    """Whether PostgreSQL can store ``text``. Searching the character class costs about
+    25 ns a character; ASCII text needs only the NUL test, and any other text encodes
+    to UTF-8 unless it holds a surrogate, both at C speed."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def first_unstorable(value: Any, path: str = "") -> str | None:
+    """Where in ``value`` (objects, lists, strings) a string or key is not
+    :func:`storable`, as ``events[2].text``; ``None`` if nowhere. Such a key is named
+    with the offending characters escaped (``k\\u0000``), so the answer is itself
+    storable. Iterative: however deep the value nests, this does not recurse."""
     stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
         here, item = stack.pop()
         if isinstance(item, str):
-            if pattern.search(item):
+            if not storable(item):
                 return here
         elif isinstance(item, Mapping):
             for key, child in reversed(list(item.items())):
                 name = str(key)
-                if pattern.search(name):
-                    shown = pattern.sub(lambda m: f"\\u{ord(m.group()):04x}", name)
+                if not storable(name):
+                    shown = _UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", name)
                     return f"{here}.{shown}" if here else shown
                 stack.append((f"{here}.{name}" if here else name, child))
         elif isinstance(item, list | tuple):

@@ -17,11 +17,11 @@ from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoun
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 
 
 def _check_name(value: str, what: str) -> str:
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise BadInputError(
             f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
             f"(at most 63 characters), got {value!r}",

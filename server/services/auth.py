@@ -32,7 +32,7 @@ PrincipalKind: TypeAlias = Literal["admin", "client", "runtime"]
 KINDS: tuple[PrincipalKind, ...] = ("admin", "client", "runtime")
 TOKEN_MARK = "amk_"
 PREFIX_LENGTH = len(TOKEN_MARK) + 8
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.@-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.@-]{0,99}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ async def create_principal(
     client may name the namespace it serves; an admin is bound to nothing."""
     if kind not in KINDS:
         raise BadInputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", field="kind")
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise BadInputError(
             "name must be 1 to 100 letters, digits, spaces or ._@- characters", field="name"
         )

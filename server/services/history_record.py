@@ -148,8 +148,6 @@ def _text(value: str | None, field: str, *, required: bool) -> str | None:
         return None
     if len(value) > MAX_TEXT:
         raise BadInputError(f"{field} is over {MAX_TEXT} characters", field=field)
-    if "\x00" in value:
-        raise BadInputError(f"{field} must not contain NUL characters", field=field)
     if required and not value.strip():
         raise BadInputError(f"{field} must not be blank", field=field)
     return value
@@ -218,7 +216,7 @@ def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) 
     out = []
     for j, call in enumerate(made):
         here = f"{at}[{j}]"
-        if not 0 < len(call.id) <= MAX_CALL_ID or "\x00" in call.id:
+        if not 0 < len(call.id) <= MAX_CALL_ID:
             raise BadInputError(
                 f"{here}.id must be 1 to {MAX_CALL_ID} characters", field=f"{here}.id"
             )
@@ -228,11 +226,9 @@ def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) 
             )
         _name(call.name, f"{here}.name", required=True)
         arguments = {} if call.arguments is None else call.arguments
-        if len(rules.compact_json(arguments)) > MAX_TEXT or "\\u0000" in rules.compact_json(
-            arguments
-        ):
+        if len(rules.compact_json(arguments)) > MAX_TEXT:
             raise BadInputError(
-                f"{here}.arguments must be JSON of at most {MAX_TEXT} characters, without NUL",
+                f"{here}.arguments must be JSON of at most {MAX_TEXT} characters",
                 field=f"{here}.arguments",
             )
         checked = ToolCall(id=call.id, name=call.name, arguments=arguments)

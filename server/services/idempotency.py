@@ -51,10 +51,9 @@ async def once(
     the input the key is bound to."""
     if key is None:
         return await run()
-    if not 0 < len(key) <= MAX_KEY or "\x00" in key:
+    if not 0 < len(key) <= MAX_KEY:
         raise BadInputError(
-            f"idempotencyKey must be 1 to {MAX_KEY} characters, without NUL",
-            field="idempotencyKey",
+            f"idempotencyKey must be 1 to {MAX_KEY} characters", field="idempotencyKey"
         )
     digest = request_hash(request() if callable(request) else request)
     if not await db.scalar(select(func.pg_try_advisory_xact_lock(*_claim(caller, operation, key)))):

@@ -20,7 +20,6 @@ from sqlmodel import col
 
 from server.domain.marking import LINE_BREAK
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
-from server.domain.text import NUL, first_match
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotAllowedError, NotFoundError
@@ -88,9 +87,6 @@ async def record_tool(
     changes nothing of ``body``'s, is recorded as a failed execution with a
     ``tool.error`` event, committed, and raised.
     """
-    refused = first_match(input, NUL)  # the execution keeps its input: it must be storable
-    if refused is not None:
-        raise BadInputError(f"{refused} must not contain NUL characters", field=refused)
     scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:
         invocation = await db.get(Invocation, ref.invocation_id)

@@ -25,8 +25,8 @@ from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-_TOOL = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
+_TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class PolicyView:
 
 
 def _check_name(value: str, what: str) -> str:
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise BadInputError(
             f"{what} must start with a letter and hold only letters, digits, '_' or '-', "
             f"got {value!r}",
@@ -130,7 +130,7 @@ async def _subject(db: AsyncSession, policy: Policy, subject_type: str, subject:
             )
         return str(agent.id)
     if subject_type == "tool":
-        if not _TOOL.match(subject):
+        if not _TOOL.fullmatch(subject):
             raise BadInputError(f"invalid tool name {subject!r}", field="tool")
         return subject
     raise BadInputError(

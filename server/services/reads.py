@@ -40,13 +40,6 @@ class RecordFilter:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-def text_arg(value: str, *, field: str) -> str:
-    """PostgreSQL text cannot hold NUL, so no stored name or value has one."""
-    if "\x00" in value:
-        raise BadInputError(f"{field} must not contain NUL characters", field=field)
-    return value
-
-
 def check_first(first: int, *, maximum: int) -> int:
     if not 1 <= first <= maximum:
         raise BadInputError(f"first must be from 1 to {maximum}", field="first")
@@ -73,11 +66,6 @@ async def list_records(
         stmt = stmt.where(MemoryRecord.session_id == filter.session_id)  # type: ignore[arg-type]
     if filter.preview is not None:
         stmt = stmt.where(MemoryRecord.preview.is_(filter.preview))  # type: ignore[attr-defined]
-    if filter.kind:
-        text_arg(filter.kind, field="kind")
-    for name, value in filter.labels:
-        text_arg(name, field="labels")
-        text_arg(value, field="labels")
     if filter.kind or filter.labels:
         stmt = stmt.join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
         if filter.kind:
@@ -181,14 +169,13 @@ async def turn_memories(
 async def list_agents(
     db: AsyncSession, *, namespace: str, first: int, after: str | None, maximum: int = 100
 ) -> Page[Any]:
-    text_arg(namespace, field="namespace")
     return await _time_page(db, Agent, "agent", Agent.namespace == namespace, first, after, maximum)
 
 
 async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:
     return await db.scalar(
         select(Agent).where(
-            Agent.namespace == text_arg(namespace, field="namespace"),  # type: ignore[arg-type]
-            Agent.name == text_arg(name, field="name"),  # type: ignore[arg-type]
+            Agent.namespace == namespace,  # type: ignore[arg-type]
+            Agent.name == name,  # type: ignore[arg-type]
         )
     )

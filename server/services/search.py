@@ -425,10 +425,8 @@ def _limit(scope: TurnScope, limit: int | None) -> int:
 
 
 def _text(value: str, field: str, maximum: int) -> str:
-    if not value.strip() or len(value) > maximum or "\x00" in value:
-        raise BadInputError(
-            f"{field} must be 1 to {maximum} characters, not blank, without NUL", field=field
-        )
+    if not value.strip() or len(value) > maximum:
+        raise BadInputError(f"{field} must be 1 to {maximum} characters, not blank", field=field)
     return value
 
 

@@ -508,8 +508,8 @@ async def test_nul_in_text_arguments_is_bad_input(api: Api) -> None:
     )
     assert ext == {"code": "BAD_INPUT", "field": "namespace"}
     for filter, field in (
-        ({"kind": "fa\x00ct"}, "kind"),
-        ({"labels": [{"name": "customer_id", "value": "c\x001"}]}, "labels"),
+        ({"kind": "fa\x00ct"}, "filter.kind"),
+        ({"labels": [{"name": "customer_id", "value": "c\x001"}]}, "filter.labels[0].value"),
     ):
         _, ext = await api.error(RECORD_PAGE, id=agent, first=5, filter=filter)
         assert ext == {"code": "BAD_INPUT", "field": field}

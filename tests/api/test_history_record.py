@@ -73,7 +73,7 @@ BAD_BATCHES: list[tuple[list[dict[str, Any]], str]] = [
     ([agent(None, ("c1", "a", {}), ("c1", "b", {}))], "events[0].toolCalls[1].id"),
     ([agent(None, ("c1", "bad name!", {}))], "events[0].toolCalls[0].name"),
     ([agent(None, ("", "lookup", {}))], "events[0].toolCalls[0].id"),
-    ([agent(None, ("c1", "lookup", {"a": "\x00"}))], "events[0].toolCalls[0].arguments"),
+    ([agent(None, ("c1", "lookup", {"a": "\x00"}))], "events[0].toolCalls[0].arguments.a"),
     ([{"type": "TOOL_RESULT", "text": "x"}], "events[0].toolCallId"),
     ([result("nope", "x")], "events[0].toolCallId"),
     ([agent(None, ("c1", "lookup", {})), result("c1")], "events[1].text"),

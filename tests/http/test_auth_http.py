@@ -112,6 +112,19 @@ async def test_a_refused_document_costs_no_token_lookup(
     assert sent == []
 
 
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
+async def test_the_bearer_scheme_is_case_insensitive(
+    client: httpx.AsyncClient, api: Api, scheme: str
+) -> None:
+    """RFC 7235: the scheme's name is case-insensitive, at the guard and in the context."""
+    token = await bearer(api, kind="admin")
+    response = await client.post(
+        "/graphql", json={"query": AGENTS}, headers={"authorization": f"{scheme} {token}"}
+    )
+    assert response.status_code == 200, response.text
+    assert "errors" not in response.json(), response.json()
+
+
 async def test_health_and_metrics_need_no_token(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).status_code == 200
     assert (await client.get("/metrics")).status_code == 200

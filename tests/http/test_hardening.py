@@ -135,8 +135,12 @@ async def test_token_limit(api: Api, strict: Settings, agent_id: str) -> None:
     at_limit = base % " ".join(["name"] * padding)
     assert _tokens(at_limit) == limits.max_tokens
     await _passes(api, limits, at_limit, id=agent_id)
-    message = await _rejected(api, limits, base % " ".join(["name"] * (padding + 1)), id=agent_id)
+    over = base % " ".join(["name"] * (padding + 1))
+    message = await _rejected(api, limits, over, id=agent_id)
     assert "more than 120 tokens" in message
+    # the parser aborts: the error is the client's, with its code (docs/security.md)
+    result = await _run(api, limits, over, id=agent_id)
+    assert result.errors[0].extensions == {"code": "GRAPHQL_PARSE_FAILED"}
 
 
 COSTLY = """

@@ -147,3 +147,65 @@ def test_dev_mode_first_start_prints_an_admin_token_once(
     assert _authenticate(fresh_url, token) == "admin"
     print_dev_admin_token(fresh_url)
     assert auth.TOKEN_MARK not in capsys.readouterr().out
+
+
+def _create_agent(url: URL, namespace: str, name: str) -> uuid.UUID:
+    from server.services.agents import create_agent
+
+    async def run() -> uuid.UUID:
+        database = Database(Settings(), url=url)
+        await database.connect()
+        try:
+            async with database.session() as db:
+                agent = await create_agent(db, namespace=namespace, name=name)
+                await db.commit()
+                return agent.id
+        finally:
+            await database.dispose()
+
+    return asyncio.run(run())
+
+
+def test_token_create_takes_the_agent_by_name_as_policy_bind_does(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = f"ns{uuid.uuid4().hex[:8]}"
+    agent_id = _create_agent(cli_env, ns, "support")
+    assert (
+        main(
+            [
+                "token",
+                "create",
+                "--kind",
+                "runtime",
+                "--name",
+                "rt",
+                "--agent",
+                "support",
+                "--namespace",
+                ns,
+            ]
+        )
+        == 0
+    )
+    assert f"bound={agent_id}" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "token",
+                "create",
+                "--kind",
+                "runtime",
+                "--name",
+                "rt",
+                "--agent",
+                "nobody",
+                "--namespace",
+                ns,
+            ]
+        )
+        == 1
+    )
+    assert (
+        capsys.readouterr().err.strip() == f"error (NOT_FOUND): no agent nobody in namespace {ns}"
+    )

@@ -146,6 +146,7 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bar in a server's log
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(self.model_name, device="cpu")
@@ -189,6 +190,11 @@ class Embedder:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def queue_depth(self) -> int:
+        """Texts queued for a forward pass."""
+        return len(self._pending)
 
     @property
     def runtime(self) -> Backend:

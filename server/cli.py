@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import warnings
@@ -31,9 +32,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     assert isinstance(settings, Settings)
     listener = listen(settings.host, settings.port)
     database = Database(settings)
-    # uvicorn re-raises the SIGTERM it caught once it has shut down; without a handler
-    # that would end the process before the embedded PostgreSQL is stopped
+    # uvicorn re-raises the signal it caught once it has shut down; by default that
+    # would end the process (or raise KeyboardInterrupt) before PostgreSQL is stopped
     signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_cleanly)
     try:
         url = database.resolve_url()
         database.check()  # pgvector before migrating
@@ -47,6 +49,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = uvicorn.Config(
             app, log_level=settings.log_level, log_config=None, access_log=False
         )
+        host, port = listener.getsockname()[:2]
+        logging.getLogger("agent_memory").info("listening on http://%s:%s", host, port)
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         database.stop()

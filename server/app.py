@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
 from server.database import Database
 from server.embedding import Embedder
+from server.logs import RequestLog
+from server.metrics import Metrics
 from server.settings import Settings
 
 _log = logging.getLogger("agent_memory")
@@ -131,8 +133,9 @@ def create_app(
         cache_dir=settings.embedding_cache_dir,
     )
     services = {"database": db, "embedder": model, "settings": settings, "identity": caller}
-    graphql = _GraphQL(build_schema(settings=settings), services=services, dev=settings.dev)
-    started = time.monotonic()
+    metrics = Metrics(database=db, embedder=model)
+    schema = build_schema(settings=settings, extensions=[metrics.extension()])
+    graphql = _GraphQL(schema, services=services, dev=settings.dev)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -153,22 +156,14 @@ def create_app(
         body = {"database": database_ok, "model": model.loaded}
         return JSONResponse(body, status_code=200 if database_ok and model.loaded else 503)
 
-    async def metrics(request: Request) -> Response:
-        lines = [
-            "# TYPE agent_memory_uptime_seconds gauge",
-            f"agent_memory_uptime_seconds {time.monotonic() - started:.3f}",
-            "# TYPE agent_memory_embedding_forward_passes_total counter",
-            f"agent_memory_embedding_forward_passes_total {model.forward_passes}",
-        ]
-        return PlainTextResponse("\n".join(lines) + "\n")
-
     return Starlette(
         routes=[
             Route(
                 "/graphql", GraphQLGuard(graphql, settings=settings, require_token=caller is None)
             ),
             Route("/healthz", healthz),
-            Route("/metrics", metrics),
+            Route("/metrics", metrics.endpoint),
         ],
+        middleware=[Middleware(RequestLog)],
         lifespan=lifespan,
     )

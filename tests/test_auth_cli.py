@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -150,17 +151,37 @@ def test_dev_mode_first_start_prints_an_admin_token_once(
     assert auth.TOKEN_MARK not in capsys.readouterr().out
 
 
-def _alembic_version(url: URL) -> str:
-    async def run() -> str:
+def _in_database(url: URL, work: Any) -> Any:
+    """Runs ``work(db)`` in a session of the database at ``url`` and returns its result."""
+
+    async def run() -> Any:
         database = Database(Settings(), url=url)
         await database.connect()
         try:
             async with database.session() as db:
-                return str(await db.scalar(text("SELECT version_num FROM alembic_version")))
+                return await work(db)
         finally:
             await database.dispose()
 
     return asyncio.run(run())
+
+
+def _alembic_version(url: URL) -> str:
+    async def work(db: Any) -> str:
+        return str(await db.scalar(text("SELECT version_num FROM alembic_version")))
+
+    return str(_in_database(url, work))
+
+
+def _create_agent(url: URL, namespace: str, name: str) -> uuid.UUID:
+    from server.services.agents import create_agent
+
+    async def work(db: Any) -> uuid.UUID:
+        agent = await create_agent(db, namespace=namespace, name=name)
+        await db.commit()
+        return agent.id
+
+    return uuid.UUID(str(_in_database(url, work)))
 
 
 def test_migrate_down_needs_a_revision(cli_env: URL, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,3 +193,48 @@ def test_migrate_down_needs_a_revision(cli_env: URL, capsys: pytest.CaptureFixtu
     assert "migrated" not in out
     assert "--down needs the revision" in err
     assert _alembic_version(cli_env) == before
+
+
+def test_token_create_takes_the_agent_by_name_as_policy_bind_does(
+    cli_env: URL, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = f"ns{uuid.uuid4().hex[:8]}"
+    agent_id = _create_agent(cli_env, ns, "support")
+    assert (
+        main(
+            [
+                "token",
+                "create",
+                "--kind",
+                "runtime",
+                "--name",
+                "rt",
+                "--agent",
+                "support",
+                "--namespace",
+                ns,
+            ]
+        )
+        == 0
+    )
+    assert f"bound={agent_id}" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "token",
+                "create",
+                "--kind",
+                "runtime",
+                "--name",
+                "rt",
+                "--agent",
+                "nobody",
+                "--namespace",
+                ns,
+            ]
+        )
+        == 1
+    )
+    assert (
+        capsys.readouterr().err.strip() == f"error (NOT_FOUND): no agent nobody in namespace {ns}"
+    )

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.embedding import PASS_TOKENS, Embedder, _passes
+from server.embedding import PASS_TOKENS, Embedder, _passes, default_model_path, graph_path
 from server.models import EMBEDDING_DIM
 
 
@@ -303,6 +303,11 @@ def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> No
 
 
 def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
+    """One export per model: an earlier one (another PyTorch, the older naming) is
+    replaced, and the export is loaded again rather than redone."""
+    label = graph_path(default_model_path(), tmp_path, torch_version="0").name.split("-")[0]
+    (tmp_path / f"{label}-0123456789abcdef.onnx").write_bytes(b"an older export")
+    (tmp_path / "model-fedcba9876543210.onnx").write_bytes(b"the older naming")
     first = Embedder(cache_dir=tmp_path)
     first.load()
     (graph,) = tmp_path.glob("*.onnx")
@@ -316,6 +321,24 @@ def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_the_export_is_keyed_by_the_model_not_where_it_is_installed(tmp_path: Path) -> None:
+    """The same model installed in another checkout's environment (other path, other
+    file times) finds the same export; other weights get another one."""
+    import shutil
+
+    import torch
+
+    original = Path(default_model_path())
+    copy = tmp_path / "elsewhere" / original.parent.name / original.name
+    shutil.copytree(original, copy)  # new modification times
+    cache = tmp_path / "cache"
+    here = graph_path(str(original), cache, torch_version=torch.__version__)
+    assert graph_path(str(copy), cache, torch_version=torch.__version__) == here
+    (copy / "config.json").write_text((copy / "config.json").read_text() + " ")
+    assert graph_path(str(copy), cache, torch_version=torch.__version__) != here
+    assert graph_path(str(original), cache, torch_version="0.0") != here
 
 
 def test_without_a_writable_cache_the_model_runs_in_pytorch(tmp_path: Path) -> None:

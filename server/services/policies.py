@@ -107,21 +107,34 @@ async def remove_grant(
         raise NotFoundError(f"policy {namespace}/{name} does not grant {rule}", field="grant")
 
 
+async def find_agent(db: AsyncSession, *, ref: str, namespace: str | None = None) -> Agent:
+    """An agent by id, or by name in ``namespace`` (without one: the only agent of
+    that name)."""
+    try:
+        agent = await db.get(Agent, uuid.UUID(ref))
+    except ValueError:
+        query = select(Agent).where(Agent.name == ref)  # type: ignore[arg-type]
+        if namespace:
+            query = query.where(Agent.namespace == namespace)  # type: ignore[arg-type]
+        found = (await db.scalars(query.limit(2))).all()
+        if len(found) > 1:
+            raise BadInputError(
+                f"agents named {ref} exist in several namespaces: name the namespace",
+                field="agent",
+            ) from None
+        agent = found[0] if found else None
+    if agent is None:
+        where = f" in namespace {namespace}" if namespace else ""
+        raise NotFoundError(f"no agent {ref}{where}", field="agent")
+    return agent
+
+
 async def _subject(db: AsyncSession, policy: Policy, subject_type: str, subject: str) -> str:
     """The stored subject: a principal's id, an agent's id, or a tool's name."""
     if subject_type == "principal":
         return str((await find_principal(db, ref=subject)).id)
     if subject_type == "agent":
-        try:
-            agent = await db.get(Agent, uuid.UUID(subject))
-        except ValueError:
-            agent = await db.scalar(
-                select(Agent).where(Agent.namespace == policy.namespace, Agent.name == subject)  # type: ignore[arg-type]
-            )
-        if agent is None:
-            raise NotFoundError(
-                f"no agent {subject} in namespace {policy.namespace}", field="agent"
-            )
+        agent = await find_agent(db, ref=subject, namespace=policy.namespace)
         if agent.namespace != policy.namespace:
             raise BadInputError(
                 f"agent {agent.namespace}.{agent.name} is not in the policy's namespace "

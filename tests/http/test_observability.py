@@ -1,0 +1,120 @@
+"""What an operator watches: the Prometheus metrics and the request log lines
+(docs/operations.md, "Metrics" and "Logs")."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from server.app import create_app
+from server.database import Database
+from server.embedding import Embedder
+from server.logs import JsonFormatter
+from server.settings import Settings
+from tests.auth_helpers import full_caller
+
+
+def _client(settings: Settings, database: Database, embedder: Embedder) -> httpx.AsyncClient:
+    app = create_app(settings, database=database, embedder=embedder, caller=full_caller())
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+
+
+@pytest.fixture
+async def client(
+    settings: Settings, database: Database, embedder: Embedder
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(settings, database, embedder) as c:
+        yield c
+
+
+async def _samples(
+    client: httpx.AsyncClient,
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+async def _graphql(client: httpx.AsyncClient, query: str, **headers: str) -> httpx.Response:
+    return await client.post("/graphql", json={"query": query}, headers=headers)
+
+
+async def test_operations_are_counted_by_name_and_outcome(client: httpx.AsyncClient) -> None:
+    for _ in range(2):
+        await _graphql(client, "query Ping { __typename }")
+    await _graphql(client, "query Broken { nothing }")
+    await _graphql(client, "{ __typename }")
+    await _graphql(client, "{")
+    samples = await _samples(client)
+    requests = "agent_memory_graphql_requests_total"
+    assert samples[(requests, (("code", "OK"), ("operation", "Ping")))] == 2
+    assert samples[(requests, (("code", "GRAPHQL_VALIDATION_FAILED"), ("operation", "Broken")))]
+    assert samples[(requests, (("code", "OK"), ("operation", "query:__typename")))] == 1
+    assert samples[(requests, (("code", "GRAPHQL_PARSE_FAILED"), ("operation", "unparsed")))]
+    latency = "agent_memory_graphql_request_duration_seconds_count"
+    assert samples[(latency, (("operation", "Ping"),))] == 2
+
+
+async def test_each_app_counts_in_its_own_registry(
+    client: httpx.AsyncClient, settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """Two apps in one process (tests, or an embedding application) do not collide."""
+    await _graphql(client, "query Ping { __typename }")
+    async with _client(settings, database, embedder) as other:
+        samples = await _samples(other)
+    assert ("agent_memory_graphql_requests_total", (("code", "OK"), ("operation", "Ping"))) not in (
+        samples
+    )
+
+
+async def test_embedder_and_pool_state_are_exported(
+    client: httpx.AsyncClient, embedder: Embedder
+) -> None:
+    await embedder.embed(["metrics are read when scraped"])
+    samples = await _samples(client)
+    assert samples[("agent_memory_embedding_forward_passes_total", ())] == embedder.forward_passes
+    assert samples[("agent_memory_embedding_queue_depth", ())] == 0
+    assert samples[("agent_memory_db_pool_size", ())] >= 1
+    assert ("agent_memory_db_pool_checked_out", ()) in samples
+    assert samples[("agent_memory_uptime_seconds", ())] > 0
+
+
+async def test_metrics_speak_openmetrics_when_asked(client: httpx.AsyncClient) -> None:
+    response = await client.get(
+        "/metrics", headers={"accept": "application/openmetrics-text; version=1.0.0"}
+    )
+    assert response.headers["content-type"].startswith("application/openmetrics-text")
+    assert response.text.endswith("# EOF\n")
+
+
+async def test_each_request_is_one_log_line_with_id_operation_and_duration(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="agent_memory.requests"):
+        response = await _graphql(client, "query Ping { __typename }", **{"x-request-id": "abc-1"})
+        fresh = await _graphql(client, "query Ping { __typename }", **{"x-request-id": "bad id!"})
+    assert response.headers["x-request-id"] == "abc-1"
+    assert fresh.headers["x-request-id"] not in ("", "bad id!")
+    first, second = (r for r in caplog.records if r.name == "agent_memory.requests")
+    assert first.request_id == "abc-1"  # type: ignore[attr-defined]
+    assert second.request_id == fresh.headers["x-request-id"]  # type: ignore[attr-defined]
+    entry = json.loads(JsonFormatter().format(first))
+    assert entry["message"].startswith("POST /graphql 200 Ping OK ")
+    assert {k: entry[k] for k in ("request_id", "method", "path", "status", "operation")} == {
+        "request_id": "abc-1",
+        "method": "POST",
+        "path": "/graphql",
+        "status": 200,
+        "operation": "Ping",
+    }
+    assert entry["code"] == "OK" and entry["duration_ms"] >= 0
+    assert entry["level"] == "info" and entry["logger"] == "agent_memory.requests"

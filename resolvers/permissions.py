@@ -80,7 +80,7 @@ _ADMIN_ROWS = (
     models.IdempotencyKey,
     models.MemoryDeletion,
 )
-_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.OutputUse)
+_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.OutputUse, models.MemoryReview)
 
 
 def caller_of(context: Any) -> Caller:

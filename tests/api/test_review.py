@@ -4,12 +4,16 @@ failure, retry, replay and preview, and the decisions applied all or none."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from tests.api.history_scenario import agent, history_config, user
-from tests.api.review_scenario import ReviewScenario, decide, fact
-from tests.api.scenario import FAIL, memory_record, records, turn_view
+from tests.api.review_scenario import APPLY, BEGIN_REVIEW, ReviewScenario, decide, fact
+from tests.api.scenario import FAIL, MEMORY, memory_record, records, turn_view
+from tests.auth_helpers import bearer, codes, run_as
 from tests.conftest import Api
+
+EXECUTION_OUTPUT = "query($t: UUID!) { turn(id: $t) { executions { id output } } }"
 
 
 def config(every: Any = None, **memory: Any) -> dict[str, Any]:
@@ -286,3 +290,49 @@ async def test_a_review_needs_memory_and_its_model_call(api: Api) -> None:
     begun = await s.begin_review(turn)
     message, ext = await s.apply_error(begun["review"]["id"], decide("ADD", "x"))
     assert ext["code"] == "BAD_INPUT" and "recordInvocation" in message
+
+
+async def test_grants_the_review_is_the_agents_own_and_its_records_read_as_r71_allows(
+    api: Api,
+) -> None:
+    """R70: the review mutations are for the agent itself (its runtime token); R71: a
+    client reads the records a review wrote, and the review's execution output, only
+    with SELECT on AgentMemory.indexes.* and AgentMemory.document."""
+    ns = f"rv{uuid.uuid4().hex[:8]}"
+    s = ReviewScenario(api)
+    await s.agent(config(), namespace=ns)
+    session = await s.session()
+    turn = await s.turn(session)
+    runtime = await bearer(api, kind="runtime", agent_id=s.agent_id)
+    begun = await run_as(api, runtime, BEGIN_REVIEW, turn=turn)
+    assert begun.errors is None, begun.errors
+    review = begun.data["beginMemoryReview"]["review"]
+    client = await bearer(api, kind="client", grants=(("SELECT", f"{ns}.*"), ("INSERT", "*")))
+    refused = await run_as(api, client, APPLY, review=review["id"], decisions=[])
+    assert codes(refused) == ["FORBIDDEN"]
+    await s.invoke(begun.data["beginMemoryReview"])
+    applied = await s.apply(review["id"], decide("ADD", "The user likes jazz"))
+    await s.commit(turn)
+    record = applied["memories"][0]["recordId"]
+    execution = review["execution"]["id"]
+    base = (("SELECT", f"{ns}.Session"), ("SELECT", f"{ns}.Agent"))
+    document = ("SELECT", f"{ns}.AgentMemory.document")
+    session_only = await bearer(api, kind="client", grants=base)
+    half = await bearer(api, kind="client", grants=(*base, document))
+    reader = await bearer(
+        api,
+        kind="client",
+        grants=(*base, ("SELECT", f"{ns}.AgentMemory.indexes.*"), document),
+    )
+    for token in (session_only, half):
+        assert codes(await run_as(api, token, MEMORY, id=record)) == ["FORBIDDEN"]
+        view = await run_as(api, token, EXECUTION_OUTPUT, t=turn)
+        (out,) = [e["output"] for e in view.data["turn"]["executions"] if e["id"] == execution]
+        assert out is None  # the review's output is memory: redacted
+    read = await run_as(api, reader, MEMORY, id=record)
+    assert read.errors is None and read.data["agentMemory"]["current"]["summary"] == (
+        "The user likes jazz"
+    )
+    view = await run_as(api, reader, EXECUTION_OUTPUT, t=turn)
+    (out,) = [e["output"] for e in view.data["turn"]["executions"] if e["id"] == execution]
+    assert out["memories"][0]["summary"] == "The user likes jazz"

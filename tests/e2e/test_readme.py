@@ -39,4 +39,7 @@ def test_readme_walkthrough_runs_as_written(server: str, database_url: URL) -> N
     assert '"errors"' not in out, out
     assert '"status":"SUPERSEDED"' in out  # the replaced record, read back
     assert '"status":"rolled_back","memories":[]' in out  # rollback left nothing
+    # the review: the restated preference is skipped, the new fact added
+    assert '"action":"ADD","applied":"SKIP"' in out
+    assert '"summary":"Banks at the Baixa branch","status":"ACTIVE"' in out
     assert "Always confirm identity" in done.stderr  # the preview turn's pinned line

@@ -17,7 +17,8 @@ of the two speakers.
    LoCoMo session (its dialog recorded), reviewed with that session's events as
    candidates, all decided ADD. A last turn offers every fact again, lightly edited:
    the lookup's rate of finding the original in the top 5, and how many of those ADDs
-   were applied as SKIP (the restatements that did not pile up).
+   were applied as SKIP (the restatements that did not pile up). With ``--quick``:
+   the first eight sessions of one conversation.
 3. Cost: each review mutation's p50 through the schema, and the time a committed turn
    takes with its review against the same turn of an agent without one.
 """
@@ -132,7 +133,7 @@ CONFIG = {"harness": {"memory": {"enabled": True}}}
 PLAIN: dict[str, Any] = {"harness": {}}
 
 
-async def replay(srv: Any, paths: list[Path]) -> dict[str, Any]:
+async def replay(srv: Any, paths: list[Path], sessions: int | None = None) -> dict[str, Any]:
     calls: dict[str, list[float]] = {"begin": [], "compare": [], "apply": []}
     with_review: list[float] = []
     without: list[float] = []
@@ -167,7 +168,7 @@ async def replay(srv: Any, paths: list[Path]) -> dict[str, Any]:
     for path in paths:
         reviewed, plain = await agent(CONFIG), await agent(PLAIN)
         record_of: dict[str, str] = {}
-        for n, session in enumerate(facts(path), start=1):
+        for n, session in enumerate(facts(path)[:sessions], start=1):
             events = dialog(path, n)
             order = ((plain, False), (reviewed, True))
             for session_id, reviews in order if n % 2 else order[::-1]:
@@ -224,7 +225,7 @@ async def _run(quick: bool) -> dict[str, Any]:
     paths = sorted(DATA.glob("*.json"))
     async with server(f"bench_review_{uuid.uuid4().hex[:6]}") as srv:
         # the replay first: its facts reach the model before its cache holds them
-        figures = await replay(srv, paths[:1] if quick else paths)
+        figures = await (replay(srv, paths[:1], 8) if quick else replay(srv, paths))
         figures.update(await threshold(paths, srv.embedder))  # every fact: it is cheap
     return figures
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.api.history_scenario import agent, history_config, user
+from tests.api.history_scenario import agent, history_config, result, user
 from tests.api.review_scenario import APPLY, BEGIN_REVIEW, ReviewScenario, decide, fact
 from tests.api.scenario import FAIL, MEMORY, memory_record, records, turn_view
 from tests.auth_helpers import bearer, codes, run_as
@@ -336,3 +336,49 @@ async def test_grants_the_review_is_the_agents_own_and_its_records_read_as_r71_a
     view = await run_as(api, reader, EXECUTION_OUTPUT, t=turn)
     (out,) = [e["output"] for e in view.data["turn"]["executions"] if e["id"] == execution]
     assert out["memories"][0]["summary"] == "The user likes jazz"
+
+
+async def test_with_messages_and_tools_the_conversation_holds_tool_results(api: Api) -> None:
+    """The review reads what harness.history.index keeps: with messages_and_tools the
+    agent's tool results too (R60), which are not counted as messages (R8)."""
+    s = ReviewScenario(api)
+    cfg = history_config("messages_and_tools", tools=[])
+    cfg["harness"]["memory"]["extraction"] = {"every": {"messages": 3}}
+    await s.agent(cfg)
+    session = await s.session()
+    turn = await s.turn(session)
+    await s.record(
+        turn,
+        user("What is the weather in Porto?"),
+        agent(None, ("c1", "weather", {"city": "Porto"})),
+        result("c1", "sunny in Porto"),
+    )
+    early = await s.begin_review(turn)
+    assert early["reason"] == "2 of 3 messages since the last review"
+    await s.record(turn, agent("It is sunny in Porto."))
+    begun = await s.begin_review(turn)
+    assert [e["header"] for e in begun["conversation"]] == [
+        "turn 1, user",
+        "turn 1, agent",
+        "turn 1, tool weather",
+        "turn 1, agent",
+    ]
+    assert begun["messages"] == 3
+
+
+async def test_an_agent_without_sessions_reviews_its_own_turns(api: Api) -> None:
+    """The watermark of an agent without sessions is the agent's (R2: agent scope)."""
+    s = ReviewScenario(api)
+    cfg = config(read=["agent"], write=["agent"])
+    del cfg["harness"]["history"]  # an agent without sessions has no history
+    await s.agent(cfg, sessionless=True)
+    one = await s.turn()
+    await _said(s, one, "Support closes at six")
+    applied = await s.reviewed(one, decide("ADD", "Support closes at six"))
+    assert applied["memories"][0]["status"] == "ACTIVE"
+    await s.commit(one)
+    two = await s.turn()
+    await _said(s, two, "Support opens at nine")
+    begun = await s.begin_review(two)
+    assert begun["review"]["afterTurn"] == 1
+    assert [e["turn"] for e in begun["conversation"]] == [2, 2]

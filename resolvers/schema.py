@@ -15,13 +15,20 @@ from resolvers.inputs import StorableText
 from resolvers.mutations import Mutation as CoreMutation
 from resolvers.permissions import AccessGate
 from resolvers.queries import Query as CoreQuery
+from resolvers.review_mutations import ReviewMutation
 from resolvers.search import SearchMutation
 from resolvers.security import schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
 QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery)
-MUTATIONS: tuple[type, ...] = (CoreMutation, HistoryMutation, SearchMutation, ApiMutation)
+MUTATIONS: tuple[type, ...] = (
+    CoreMutation,
+    HistoryMutation,
+    SearchMutation,
+    ReviewMutation,
+    ApiMutation,
+)
 
 
 class _Schema(strawberry.Schema):

@@ -18,7 +18,9 @@ from typing import Any
 
 from server.domain.history import ToolCall, compact_json
 
-MEMORY_TOOLS = frozenset({"search_memory", "recall", "add_memory", "read_memory", "delete_memory"})
+MEMORY_TOOLS = frozenset(
+    {"search_memory", "recall", "add_memory", "read_memory", "delete_memory", "memory_review"}
+)
 MASK = "[redacted]"
 
 Span = tuple[int, int]

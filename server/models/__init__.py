@@ -25,6 +25,7 @@ from server.models.auth import (
 )
 from server.models.history import HistoryEvent, HistoryPart
 from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
+from server.models.review import MemoryReview
 
 metadata = SQLModel.metadata
 
@@ -40,6 +41,7 @@ __all__ = [
     "Invocation",
     "MemoryDeletion",
     "MemoryRecord",
+    "MemoryReview",
     "MemoryVersion",
     "OutputUse",
     "Policy",

@@ -322,6 +322,14 @@ async def _prepare(
     return Prepared(turn.event_seq, kept, pieces, list(embedded.vectors))
 
 
+async def conversation(
+    db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
+) -> list[tuple[rules.Role, str | None, str]]:
+    """What of a turn's transcript ``index`` keeps, in order, whether or not the turn is
+    kept: each event's role, tool and text (the memory review reads it, R50)."""
+    return [(k.role, k.tool_name, k.text) for k in await _kept_events(db, turn_id, index)]
+
+
 async def _kept_events(
     db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
 ) -> list[_Kept]:

@@ -406,6 +406,124 @@ async def _reserved_pins(db: AsyncSession, reader: Reader) -> list[str]:
     return [pinned_line(summary, record_id) for record_id, summary in rows.all()]
 
 
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A new record's fields, checked against the agent's configuration (R3, R4, R20)."""
+
+    summary: str
+    content: str | None
+    kind: str
+    labels: dict[str, str]
+    scope: str
+
+    @property
+    def text(self) -> str:
+        """What is embedded: the summary, then the content."""
+        return f"{self.summary}\n{self.content}" if self.content else self.summary
+
+
+def check_new_record(
+    ts: TurnScope,
+    *,
+    summary: str,
+    content: str | None,
+    kind: str | None,
+    labels: object,
+    scope: str | None,
+) -> NewRecord:
+    """A record's fields as add_memory takes them, or the refusal the agent reads (R24)."""
+    text = summary.strip()
+    if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
+        raise BadInputError(
+            f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
+            field="summary",
+        )
+    if content is not None and len(content) > MAX_CONTENT:
+        raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
+    the_kind = kind or ts.config.memory.kinds[0]
+    if the_kind not in ts.config.memory.kinds:
+        raise NotAllowedError(
+            f"kind {the_kind!r} is not declared (harness.memory.kinds: "
+            f"{', '.join(ts.config.memory.kinds)})",
+            field="kind",
+        )
+    return NewRecord(text, content, the_kind, _labels(ts, labels), _scope_for(ts, scope))
+
+
+async def write_record(
+    db: AsyncSession,
+    ts: TurnScope,
+    execution: Execution,
+    ref: CallRef,
+    fields: NewRecord,
+    *,
+    vector: Callable[[], Awaitable[list[float]]],
+    pinned: bool = False,
+    replaces: uuid.UUID | None = None,
+) -> list[MemoryItem]:
+    """Write a new record in the turn; with ``replaces`` the named record becomes
+    SUPERSEDED by it, or, from a preview turn, is named by it (R20-R22, R31)."""
+    old: tuple[MemoryRecord, MemoryVersion, str] | None = None
+    if replaces is not None:
+        old = await _target(db, ts, replaces, purpose=Purpose.CHANGE)
+        if old[2] != "ACTIVE":
+            raise ConflictError(
+                f"memory record {replaces} is {old[2]}, not ACTIVE; only an active record "
+                "can be replaced",
+                field="replaces",
+            )
+    record_id = uuid.uuid4()
+    if pinned:
+        await _check_pin_budget(
+            db, ts, fields.summary, record_id, old[0].id if old and old[0].pinned else None
+        )
+    embedded = await vector()
+    record = MemoryRecord(
+        id=record_id,
+        agent_id=ts.turn.agent_id,
+        session_id=ts.turn.session_id,
+        scope=fields.scope,
+        preview=ts.turn.preview,
+        pinned=pinned,
+        replaces_id=replaces,
+        turn_id=ts.turn.id,
+    )
+    db.add(record)
+    await db.flush()
+    version = _new_version(
+        ts,
+        execution,
+        ref,
+        record=record,
+        number=1,
+        status="ACTIVE",
+        summary=fields.summary,
+        content=fields.content,
+        kind=fields.kind,
+        labels=fields.labels,
+        embedding=embedded,
+    )
+    db.add(version)
+    await db.flush()
+    record.current_version_id = version.id
+    await db.flush()
+    items = [MemoryItem(record=record, version=version)]
+    if old is not None and (old[0].preview or not ts.turn.preview):
+        items.append(
+            await _change_status(
+                db,
+                ts,
+                execution,
+                ref,
+                record=old[0],
+                version=old[1],
+                status="SUPERSEDED",
+                replaced_by=record.id,
+            )
+        )
+    return items
+
+
 async def add_memory(
     db: AsyncSession,
     embedder: Embedder,
@@ -432,82 +550,16 @@ async def add_memory(
 
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         _require_tool(ts, "add_memory", writes=True)
-        text = summary.strip()
-        if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
-            raise BadInputError(
-                f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
-                field="summary",
-            )
-        if content is not None and len(content) > MAX_CONTENT:
-            raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
-        the_kind = kind or ts.config.memory.kinds[0]
-        if the_kind not in ts.config.memory.kinds:
-            raise NotAllowedError(
-                f"kind {the_kind!r} is not declared (harness.memory.kinds: "
-                f"{', '.join(ts.config.memory.kinds)})",
-                field="kind",
-            )
-        the_labels = _labels(ts, labels)
-        the_scope = _scope_for(ts, scope)
-        old: tuple[MemoryRecord, MemoryVersion, str] | None = None
-        if replaces is not None:
-            old = await _target(db, ts, replaces, purpose=Purpose.CHANGE)
-            if old[2] != "ACTIVE":
-                raise ConflictError(
-                    f"memory record {replaces} is {old[2]}, not ACTIVE; only an active record "
-                    "can be replaced",
-                    field="replaces",
-                )
-        record_id = uuid.uuid4()
-        if pinned:
-            await _check_pin_budget(
-                db, ts, text, record_id, old[0].id if old and old[0].pinned else None
-            )
-        vector, _ = await embedding
-        record = MemoryRecord(
-            id=record_id,
-            agent_id=ts.turn.agent_id,
-            session_id=ts.turn.session_id,
-            scope=the_scope,
-            preview=ts.turn.preview,
-            pinned=pinned,
-            replaces_id=replaces,
-            turn_id=ts.turn.id,
+        fields = check_new_record(
+            ts, summary=summary, content=content, kind=kind, labels=labels, scope=scope
         )
-        db.add(record)
-        await db.flush()
-        version = _new_version(
-            ts,
-            execution,
-            ref,
-            record=record,
-            number=1,
-            status="ACTIVE",
-            summary=text,
-            content=content,
-            kind=the_kind,
-            labels=the_labels,
-            embedding=vector,
+
+        async def vector() -> list[float]:
+            return (await embedding)[0]
+
+        return await write_record(
+            db, ts, execution, ref, fields, vector=vector, pinned=pinned, replaces=replaces
         )
-        db.add(version)
-        await db.flush()
-        record.current_version_id = version.id
-        await db.flush()
-        items = [MemoryItem(record=record, version=version)]
-        if old is not None and (old[0].preview or not ts.turn.preview):
-            items.append(
-                await _change_status(
-                    db,
-                    ts,
-                    execution,
-                    ref,
-                    record=old[0],
-                    version=old[1],
-                    status="SUPERSEDED",
-                    replaced_by=record.id,
-                )
-            )
-        return items
 
     # The vector is needed whenever the call succeeds: its forward pass runs while the
     # turn is locked and the execution written, not after.
@@ -557,34 +609,7 @@ async def delete_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID)
 
     async def body(ts: TurnScope, execution: Execution) -> list[MemoryItem]:
         _require_tool(ts, "delete_memory", writes=True)
-        record, version, status = await _target(db, ts, record_id, purpose=Purpose.CHANGE)
-        if status != "ACTIVE":
-            raise ConflictError(f"memory record {record_id} is {status}, not ACTIVE")
-        if record.preview or not ts.turn.preview:
-            return [
-                await _change_status(
-                    db, ts, execution, ref, record=record, version=version, status="DELETED"
-                )
-            ]
-        marker = MemoryRecord(
-            agent_id=ts.turn.agent_id,
-            session_id=ts.turn.session_id,
-            scope=record.scope,
-            status="DELETED",
-            preview=True,
-            replaces_id=record.id,
-            turn_id=ts.turn.id,
-        )
-        db.add(marker)
-        await db.flush()
-        new = _new_version(
-            ts, execution, ref, record=marker, number=1, status="DELETED", like=version
-        )
-        db.add(new)
-        await db.flush()
-        marker.current_version_id = new.id
-        await db.flush()
-        return [MemoryItem(record=marker, version=new)]
+        return [await delete_record(db, ts, execution, ref, record_id)]
 
     return await run_tool(
         db,
@@ -594,3 +619,34 @@ async def delete_memory(db: AsyncSession, *, ref: CallRef, record_id: uuid.UUID)
         output_key="memories",
         body=body,
     )
+
+
+async def delete_record(
+    db: AsyncSession, ts: TurnScope, execution: Execution, ref: CallRef, record_id: uuid.UUID
+) -> MemoryItem:
+    """Delete one record within the written scopes; in preview, write a DELETED preview
+    record naming it instead (R21, R22)."""
+    record, version, status = await _target(db, ts, record_id, purpose=Purpose.CHANGE)
+    if status != "ACTIVE":
+        raise ConflictError(f"memory record {record_id} is {status}, not ACTIVE")
+    if record.preview or not ts.turn.preview:
+        return await _change_status(
+            db, ts, execution, ref, record=record, version=version, status="DELETED"
+        )
+    marker = MemoryRecord(
+        agent_id=ts.turn.agent_id,
+        session_id=ts.turn.session_id,
+        scope=record.scope,
+        status="DELETED",
+        preview=True,
+        replaces_id=record.id,
+        turn_id=ts.turn.id,
+    )
+    db.add(marker)
+    await db.flush()
+    new = _new_version(ts, execution, ref, record=marker, number=1, status="DELETED", like=version)
+    db.add(new)
+    await db.flush()
+    marker.current_version_id = new.id
+    await db.flush()
+    return MemoryItem(record=marker, version=new)

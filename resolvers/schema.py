@@ -8,6 +8,7 @@ import strawberry
 from strawberry.tools import merge_types
 
 from resolvers.auth import ApiMutation, Authentication
+from resolvers.dashboard import DashboardQuery
 from resolvers.errors import DomainErrors
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.mutations import Mutation as CoreMutation
@@ -18,7 +19,7 @@ from resolvers.security import UnicodeVariables, schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
-QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery)
+QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery)
 MUTATIONS: tuple[type, ...] = (CoreMutation, HistoryMutation, SearchMutation, ApiMutation)
 
 

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from strawberry.asgi import GraphQL
 
+from server import web
 from server.database import Database
 from server.embedding import Embedder
 from server.settings import Settings
@@ -30,6 +31,10 @@ class _GraphQL(GraphQL):
             allow_queries_via_get=False,
         )
         self.services = services
+
+    @property
+    def graphql_ide_html(self) -> str:
+        return web.graphiql_html()
 
     async def process_result(self, request: Any, result: Any) -> Any:
         from resolvers.security import mask_uncoded
@@ -125,6 +130,8 @@ def create_app(
             ),
             Route("/healthz", healthz),
             Route("/metrics", metrics),
+            *web.routes(),
         ],
+        middleware=web.middleware(settings),
         lifespan=lifespan,
     )

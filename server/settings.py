@@ -8,10 +8,10 @@ in ``<data_dir>/postgres`` and kept between runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -77,3 +77,15 @@ class Settings(BaseSettings):
     query_timeout_ms: int = Field(
         default=30_000, ge=1, description="Wall-clock limit of one GraphQL request."
     )
+    cors_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins a browser may call the API from (comma-separated, e.g. "
+        "`https://dash.example.com`; `*` for any); default none: no CORS headers.",
+    )
+
+    @field_validator("cors_allowed_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [o.strip().rstrip("/") for o in value.split(",") if o.strip()]
+        return value

@@ -335,6 +335,39 @@ class CanListAgents(_Permission):
             raise ForbiddenError(f"not allowed: {decision.reason}")
 
 
+class CanSearchMemory(_Permission):
+    """searchAgentMemory(agentId): R71's read grant on the agent's memory, checked before
+    anything is searched. An id that names no agent is left to the resolver (NOT_FOUND)."""
+
+    async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
+        caller_of(context)
+        agent_id = kwargs["agent_id"]
+        namespace = await _namespace(context, agent_id)
+        if namespace is not None:
+            await require(context, Resource.MEMORY, agent_id, namespace)
+
+
+async def readable_namespaces(context: Context, names: list[str]) -> list[str]:
+    """Of ``names``, the namespaces the caller can read something in: all for an admin;
+    for a runtime token, the namespaces of the agents it acts for; for anyone, those where
+    its grants allow reading agents, sessions or memory."""
+    caller = caller_of(context)
+    if caller.admin:
+        return names
+    runtime = caller.runtime if not caller.via_tool else None
+    own: str | None = None
+    if runtime is not None and runtime.agent_id is not None:
+        own = await _namespace(context, runtime.agent_id)
+    readable = []
+    for ns in names:
+        if (runtime is not None and (runtime.every_agent or ns in (runtime.namespace, own))) or any(
+            caller.chain.explain_all(requirements(ns)).allowed
+            for requirements in (agent_requirements, session_requirements, memory_read_requirements)
+        ):
+            readable.append(ns)
+    return readable
+
+
 class _OfSourceAgent(_Permission):
     resource: Resource
 

@@ -8,6 +8,7 @@ import strawberry
 from strawberry.tools import merge_types
 
 from resolvers.auth import ApiMutation, Authentication
+from resolvers.dashboard import DashboardQuery
 from resolvers.documents import OneOperation
 from resolvers.errors import DomainErrors
 from resolvers.history import HistoryMutation, HistoryQuery
@@ -21,7 +22,7 @@ from resolvers.security import schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; merge_types joins them.
-QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery)
+QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery)
 MUTATIONS: tuple[type, ...] = (
     CoreMutation,
     HistoryMutation,

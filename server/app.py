@@ -18,6 +18,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from server import web
 from server.database import Database
 from server.embedding import Embedder
 from server.logs import RequestLog
@@ -73,6 +74,10 @@ class _GraphQL(GraphQL):
         if not isinstance(value, dict):
             raise HTTPException(400, "the request body must be a JSON object with a query")
         return value
+
+    @property
+    def graphql_ide_html(self) -> str:
+        return web.graphiql_html()
 
     async def process_result(self, request: Any, result: Any) -> Any:
         from resolvers.security import mask_uncoded
@@ -163,7 +168,8 @@ def create_app(
             ),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),
+            *web.routes(),
         ],
-        middleware=[Middleware(RequestLog)],
+        middleware=[Middleware(RequestLog), *web.middleware(settings)],
         lifespan=lifespan,
     )

@@ -222,14 +222,16 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="the policy's name")
 
 
-def print_dev_admin_token(url: URL) -> None:
-    """Dev mode, first start: issue and print an admin token if no admin exists."""
+def print_dev_admin_token(url: URL, graphiql: str | None = None) -> None:
+    """Dev mode, first start: issue and print an admin token if no admin exists, and the
+    GraphiQL link that fills it in (in the URL fragment, which browsers never send)."""
     from server.services import auth
 
     issued = _in_session(lambda db: auth.ensure_admin(db, name="dev admin"), url=url)
     if issued is not None:
         print(
             "\n  agent-memory dev mode: an admin token was created (shown once)\n"
-            f"    Authorization: Bearer {issued.token}\n",
+            f"    Authorization: Bearer {issued.token}\n"
+            + (f"  GraphiQL with it: {graphiql}#token={issued.token}\n" if graphiql else ""),
             flush=True,
         )

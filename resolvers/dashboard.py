@@ -1,0 +1,74 @@
+"""Dashboard queries: memory search by text without a turn, and the namespaces to browse.
+
+Thin resolvers over :mod:`server.services.search_api`; the grants (R71) are checked by
+:mod:`resolvers.permissions` before anything is searched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+import strawberry
+
+from resolvers.context import Info
+from resolvers.permissions import CanSearchMemory, readable_namespaces
+from resolvers.search import MemorySearchResultType
+from resolvers.types import LabelFilter
+from resolvers.types_turns import MemoryVersionType
+from server.services import search_api
+
+AGENT_ID = "The agent whose memory to search."
+QUERY = "The text to match, 1 to 2000 characters."
+LIMIT = "How many results, 1 to 100; default 10."
+KIND = "Only records of this kind."
+LABELS = "Only records with every one of these label values."
+
+
+@strawberry.type
+class DashboardQuery:
+    @strawberry.field(
+        description="Rank an agent's active memory records by how well they match a text, "
+        "best first, as the agent's own memory search would (by meaning and by words, as "
+        "its latest version configures). Reads committed records of both scopes, live or "
+        "preview. Nothing is recorded: no turn, execution or usage. Needs the grants that "
+        "read the agent's memory: SELECT on <namespace>.AgentMemory.indexes.* and on "
+        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN.",
+        permission_classes=[CanSearchMemory],
+    )
+    async def search_agent_memory(
+        self,
+        info: Info,
+        agent_id: Annotated[uuid.UUID, strawberry.argument(description=AGENT_ID)],
+        query: Annotated[str, strawberry.argument(description=QUERY)],
+        limit: Annotated[int | None, strawberry.argument(description=LIMIT)] = None,
+        kind: Annotated[str | None, strawberry.argument(description=KIND)] = None,
+        labels: Annotated[list[LabelFilter] | None, strawberry.argument(description=LABELS)] = None,
+    ) -> list[MemorySearchResultType] | None:
+        found = await search_api.search_agent_memory(
+            info.context.db,
+            info.context.embedder,
+            agent_id=agent_id,
+            query=query,
+            limit=limit,
+            kind=kind,
+            labels=[(lf.name, lf.value) for lf in labels or []],
+        )
+        return [
+            MemorySearchResultType(
+                version=MemoryVersionType(row=f.version),
+                score=f.score,
+                cosine=f.cosine,
+                lexical=f.lexical,
+            )
+            for f in found
+        ]
+
+    @strawberry.field(
+        description="The namespaces that have agents and in which the caller may read "
+        "something (agents, sessions or memory), in name order; every namespace for an "
+        "admin."
+    )
+    async def namespaces(self, info: Info) -> list[str]:
+        names = await search_api.namespaces(info.context.db)
+        return await readable_namespaces(info.context, names)

@@ -90,7 +90,7 @@ _ADMIN_ROWS = (
     models.IdempotencyKey,
     models.MemoryDeletion,
 )
-_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.OutputUse, models.MemoryReview)
+_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.MemoryReview)
 
 
 def caller_of(context: Any) -> Caller:

@@ -3,6 +3,7 @@ and policies, an agent whose records have several versions, and a dashboard toke
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,10 +41,24 @@ CONFIG = {
 }
 
 
-def am(database_url: URL, *args: str) -> str:
-    """Runs the agent-memory CLI against the live server's database; its stdout."""
+_BATCH = """
+import contextlib, io, json, sys
+from server.cli import main
+for args in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(args)
+    if status:
+        sys.exit(f"agent-memory {' '.join(args)}: exit status {status}")
+    print(json.dumps(out.getvalue().strip()))
+"""
+
+
+def am(database_url: URL, *commands: list[str]) -> list[str]:
+    """Runs agent-memory CLI commands against the live server's database, in one process
+    (each would load the server's modules again); their stdouts."""
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "agent-memory"), *args],
+        [sys.executable, "-c", _BATCH, json.dumps(commands)],
         env={
             **os.environ,
             "AGENT_MEMORY_DATABASE_URL": database_url.render_as_string(hide_password=False),
@@ -51,10 +66,10 @@ def am(database_url: URL, *args: str) -> str:
         },
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def client(server: str, token: str) -> Client:
@@ -76,14 +91,16 @@ class Seeded:
 def seed(server: str, database_url: URL) -> Seeded:
     """An agent, a session and one committed turn that added, replaced and deleted."""
     namespace = f"e2e{uuid.uuid4().hex[:8]}"
-    admin = am(database_url, "token", "create", "--kind", "admin", "--name", "e2e", "--quiet")
+    [admin] = am(database_url, ["token", "create", "--kind", "admin", "--name", "e2e", "--quiet"])
     with client(server, admin) as api:
         agent = api.create_agent(CreateAgentInput(namespace=namespace, name="advisor")).create_agent
         api.publish_agent_version(PublishAgentVersionInput(agent_id=agent.id, config=CONFIG))
-    runtime = am(
+    [runtime] = am(
         database_url,
-        *("token", "create", "--kind", "runtime", "--name", f"{namespace}-runtime"),
-        *("--agent", str(agent.id), "--quiet"),
+        [
+            *("token", "create", "--kind", "runtime", "--name", f"{namespace}-runtime"),
+            *("--agent", str(agent.id), "--quiet"),
+        ],
     )
     with client(server, runtime) as api:
         session = api.create_session(CreateSessionInput(agent_id=agent.id, external_id="chat-1"))
@@ -114,9 +131,12 @@ def seed(server: str, database_url: URL) -> Seeded:
 def dashboard_token(database_url: URL, namespace: str) -> str:
     """A client token whose policy reads the namespace's agents, memory and sessions."""
     policy = f"dashboard-{uuid.uuid4().hex[:6]}"
-    am(database_url, "policy", "create", namespace, policy)
-    for resource in ("Agent", "AgentMemory.indexes.*", "AgentMemory.document", "Session"):
-        am(database_url, "policy", "grant", namespace, policy, "SELECT", f"{namespace}.{resource}")
-    token = am(database_url, "token", "create", "--kind", "client", "--name", policy, "--quiet")
-    am(database_url, "policy", "bind", namespace, policy, "--principal", token[:12])
+    resources = ("Agent", "AgentMemory.indexes.*", "AgentMemory.document", "Session")
+    *_, token = am(
+        database_url,
+        ["policy", "create", namespace, policy],
+        *(["policy", "grant", namespace, policy, "SELECT", f"{namespace}.{r}"] for r in resources),
+        ["token", "create", "--kind", "client", "--name", policy, "--quiet"],
+    )
+    am(database_url, ["policy", "bind", namespace, policy, "--principal", token[:12]])
     return token

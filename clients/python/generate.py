@@ -11,9 +11,11 @@ the server 3.3, so it lives in a venv of its own (.venv-codegen).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import difflib
 import filecmp
+import io
 import shutil
 import sys
 import tempfile
@@ -38,7 +40,13 @@ def _generate(into: Path) -> None:
             target_package_path=into.as_posix(),
             async_client=is_async,
         )
-        client(config)
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log):
+                client(config)
+        except BaseException:
+            sys.stderr.write(log.getvalue())
+            raise
 
 
 def _differences(fresh: Path, kept: Path) -> list[str]:
@@ -77,6 +85,7 @@ def main() -> int:
         for name in PACKAGES:
             shutil.rmtree(HERE / name, ignore_errors=True)
             shutil.copytree(fresh / name, HERE / name)
+            print(f"generated {(HERE / name).relative_to(ROOT)}")
     return 0
 
 

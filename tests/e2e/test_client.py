@@ -3,6 +3,11 @@ sync one through a runtime's turns, the async one through a dashboard's reads.""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 import agent_memory_client_async as aio
 import pytest
 from agent_memory_client import (
@@ -30,12 +35,18 @@ from agent_memory_client import (
 )
 from sqlalchemy.engine import URL
 
-from tests.e2e.live import Seeded, client, dashboard_token, seed
+from tests.e2e.live import ROOT, Seeded, client, dashboard_token, seed
 
 
 @pytest.fixture(scope="module")
 def seeded(server: str, database_url: URL) -> Seeded:
     return seed(server, database_url)
+
+
+@pytest.fixture(scope="module")
+def client_token(database_url: URL, seeded: Seeded) -> str:
+    """A dashboard's: SELECT on the namespace's agents, memory and sessions."""
+    return dashboard_token(database_url, seeded.namespace)
 
 
 def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> None:
@@ -126,9 +137,9 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
 
 
 async def test_dashboard_reads_with_the_async_client(
-    server: str, database_url: URL, seeded: Seeded
+    server: str, seeded: Seeded, client_token: str
 ) -> None:
-    token = dashboard_token(database_url, seeded.namespace)
+    token = client_token
     async with aio.Client(
         url=f"{server}/graphql", headers={"authorization": f"Bearer {token}"}
     ) as api:
@@ -164,3 +175,39 @@ async def test_dashboard_reads_with_the_async_client(
         assert hits is not None
         assert hits[0].version.summary == "Prefers phone calls after 5pm"
         assert hits[0].record.status is aio.MemoryStatus.ACTIVE
+
+
+def _readme_examples() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Generated Python client", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_readme_client_examples_run_as_written(
+    server: str, seeded: Seeded, client_token: str
+) -> None:
+    runtime, dashboard = _readme_examples()
+    env = {
+        **os.environ,
+        "URL": f"{server}/graphql",
+        "PYTHONPATH": str(ROOT / "clients" / "python"),
+        "SESSION": str(seeded.session_id),
+        "AGENT": str(seeded.agent_id),
+    }
+
+    def run(example: str, token: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", example],
+            env={**env, "TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    printed = run(runtime, seeded.runtime_token)
+    assert " Prefers email (record " in printed and printed.endswith("committed\n")
+    printed = run(dashboard, client_token)
+    assert "Prefers phone calls after 5pm: v1 ACTIVE\n" in printed
+    assert "Prefers email: v1 ACTIVE, v2 SUPERSEDED\n" in printed

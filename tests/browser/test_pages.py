@@ -39,6 +39,15 @@ def test_graphiql_loads_offline_and_runs_a_query(
     result = page.locator(".result-window")
     expect(result).to_contain_text('"namespaces"', timeout=20_000)
     expect(result).to_contain_text(seeded.namespace)
+
+    # a query of one's own, typed into the editor
+    page.locator(".graphiql-query-editor .CodeMirror").click()
+    page.keyboard.press("Control+A")
+    query = '{ agents(namespace: "NS", first: 5) { edges { node { id name } } } }'
+    page.keyboard.insert_text(query.replace("NS", seeded.namespace))
+    page.locator(".graphiql-execute-button").click()
+    expect(result).to_contain_text(str(seeded.agent_id), timeout=20_000)
+    expect(result).to_contain_text(f'"name": "{seeded.agent_name}"')
     page.screenshot(path=shots / "graphiql.png")
     assert elsewhere == [], f"GraphiQL asked for more than this server: {elsewhere}"
     assert errors == []

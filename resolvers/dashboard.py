@@ -14,8 +14,8 @@ import strawberry
 from resolvers.context import Info
 from resolvers.permissions import CanSearchMemory, readable_namespaces
 from resolvers.search import MemorySearchResultType
-from resolvers.types import LabelFilter
-from resolvers.types_turns import MemoryVersionType
+from resolvers.types.agents import LabelFilter
+from resolvers.types.memory import MemoryVersionType
 from server.services import search_api
 
 AGENT_ID = "The agent whose memory to search."

@@ -16,8 +16,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.types_history import HistoryEventType, HistoryResultType
-from resolvers.types_turns import ExecutionType, TranscriptEventType
+from resolvers.types.history import HistoryEventType, HistoryResultType
+from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
 from server.errors import NotFoundError

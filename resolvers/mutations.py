@@ -17,8 +17,10 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
 from resolvers.permissions import CanManageAgents, CanOpenSessions
-from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
-from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
+from resolvers.types.agents import AgentType, AgentVersionType, SessionType
+from resolvers.types.base import Scope
+from resolvers.types.memory import MemoryVersionType
+from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.errors import BadInputError
 from server.services import agents, history, memory, turns

@@ -8,8 +8,10 @@ import strawberry
 
 from resolvers.context import Info
 from resolvers.permissions import CanListAgents, Resource, decide
-from resolvers.types import AgentType, AgentVersionType, Connection, SessionType
-from resolvers.types_turns import ExecutionType, MemoryRecordType, TurnType
+from resolvers.types.agents import AgentType, AgentVersionType, SessionType
+from resolvers.types.base import Connection
+from resolvers.types.memory import MemoryRecordType
+from resolvers.types.turns import ExecutionType, TurnType
 from server.errors import NotFoundError
 from server.services import reads
 

@@ -24,8 +24,8 @@ from resolvers.review import (
     review_type,
     versions_of,
 )
-from resolvers.types_history import HistoryRole
-from resolvers.types_turns import ExecutionType
+from resolvers.types.history import HistoryRole
+from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services import review

@@ -14,7 +14,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.types_turns import ExecutionType, MemoryRecordType, MemoryVersionType
+from resolvers.types.memory import MemoryRecordType, MemoryVersionType
+from resolvers.types.turns import ExecutionType
 from server import models
 from server.errors import BadInputError
 from server.services import search

@@ -12,9 +12,9 @@ from enum import Enum
 import strawberry
 
 from resolvers.context import Info
-from resolvers.types import column, related
-from resolvers.types_history import HistoryEventType, HistoryPartType
-from resolvers.types_turns import MemoryVersionType
+from resolvers.types.base import column, related
+from resolvers.types.history import HistoryEventType, HistoryPartType
+from resolvers.types.memory import MemoryVersionType
 from server import models
 
 

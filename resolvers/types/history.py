@@ -1,5 +1,5 @@
 """Strawberry types of kept session history (R60-R62): events, their parts, the tool
-calls they name, search results, and a session's events as a Relay connection."""
+calls they name, and search results."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types import PageInfo, column, related
-from resolvers.types_turns import ExecutionType, TranscriptEventType, TurnType
+from resolvers.types.base import column, related
+from resolvers.types.turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.services import history_reads
 from server.services.history_reads import EventDetails
 from server.services.history_search import HistoryHit
 
@@ -172,48 +171,3 @@ class HistoryResultType:
     @strawberry.field
     def event(self) -> HistoryEventType:
         return HistoryEventType(row=self.hit.event, details=self.hit.details)
-
-
-@strawberry.type
-class HistoryEventEdge:
-    cursor: str
-    node: HistoryEventType
-
-
-@strawberry.type
-class HistoryEventConnection:
-    """Kept events, newest first; no total count is given."""
-
-    edges: list[HistoryEventEdge]
-    page_info: PageInfo
-
-
-async def session_history(
-    info: Info,
-    *,
-    session_id: uuid.UUID,
-    first: int,
-    after: str | None,
-    turn_number: int | None,
-) -> HistoryEventConnection:
-    """``Session.history``: a page of kept events with their parts and calls (3 statements)."""
-    db = info.context.db
-    page = await history_reads.list_session_history(
-        db,
-        session_id=session_id,
-        first=first,
-        after=after,
-        turn_number=turn_number,
-        maximum=info.context.settings.max_page_size,
-    )
-    details = await history_reads.event_details(db, [e for _, e in page.items])
-    edges = [
-        HistoryEventEdge(cursor=c, node=HistoryEventType(row=e, details=details[e.id]))
-        for c, e in page.items
-    ]
-    return HistoryEventConnection(
-        edges=edges,
-        page_info=PageInfo(
-            has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
-        ),
-    )

@@ -8,6 +8,7 @@ optional ``idempotencyKey``.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
+from resolvers.idempotent import once, once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
 from resolvers.types.base import Scope
@@ -23,7 +25,7 @@ from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.errors import BadInputError
-from server.services import agents, history, memory, turns
+from server.services import agents, commit, memory, turns
 from server.services.lookup import get
 
 
@@ -172,14 +174,6 @@ class ReadMemoryPayload:
     sources: list[MemoryVersionType]
 
 
-def _input_dict(value: Any) -> dict[str, Any]:
-    return {
-        k: (v.value if isinstance(v, Enum) else v)
-        for k, v in vars(value).items()
-        if k != "idempotency_key"
-    }
-
-
 async def _tool_payload(
     info: Info, result: dict[str, Any]
 ) -> tuple[ExecutionType, list[MemoryVersionType]]:
@@ -230,11 +224,9 @@ class Mutation:
 
     @strawberry.mutation(description="Open a turn; returns the pinned lines (R30).")
     async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
-        made: list[turns.BegunTurn] = []  # this call's rows; none when a key replays
-
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[turns.BegunTurn, dict[str, Any]]:
             begun = await turns.begin_turn(
-                db,
+                info.context.db,
                 session_id=input.session_id,
                 agent_id=input.agent_id,
                 agent_version_id=input.agent_version_id,
@@ -242,8 +234,7 @@ class Mutation:
                 replay_of=input.replay_of,
                 retry_of=input.retry_of,
             )
-            made.append(begun)
-            return {
+            return begun, {
                 "turn": str(begun.turn.id),
                 "execution": str(begun.execution.id),
                 "pinned": [
@@ -258,13 +249,11 @@ class Mutation:
                 "notes": begun.notes,
             }
 
-        db = info.context.db
-        result = await info.context.once(
-            "beginTurn", key=input.idempotency_key, request=_input_dict(input), run=run
-        )
-        if made:
-            turn, execution = made[0].turn, made[0].execution
+        result, begun = await once_made(info, "beginTurn", input, run)
+        if begun is not None:
+            turn, execution = begun.turn, begun.execution
         else:
+            db = info.context.db
             turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
             execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
         return BeginTurnPayload(
@@ -284,15 +273,12 @@ class Mutation:
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")
     async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
-        async def commit(db: AsyncSession) -> models.Turn:
-            embedder = info.context.embedder
-            # embed what the turn keeps before the commit locks it (R61)
-            prepared = await history.prepare_keep(db, embedder, turn_id=input.turn_id)
-            turn = await turns.commit_turn(db, turn_id=input.turn_id)
-            await history.keep_turn(db, embedder, turn=turn, prepared=prepared)
-            return turn
-
-        return await _close(info, "commitTurn", input, commit)
+        return await _close(
+            info,
+            "commitTurn",
+            input,
+            lambda db: commit.commit_turn(db, info.context.embedder, turn_id=input.turn_id),
+        )
 
     @strawberry.mutation(
         description="Discard the turn's memory (R12): its new records and versions are "
@@ -366,9 +352,7 @@ class Mutation:
             )
 
         db = info.context.db
-        result = await info.context.once(
-            "addMemory", key=input.idempotency_key, request=_input_dict(input), run=run
-        )
+        result = await once(info, "addMemory", input, run)
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
@@ -380,9 +364,7 @@ class Mutation:
             )
 
         db = info.context.db
-        result = await info.context.once(
-            "readMemory", key=input.idempotency_key, request=_input_dict(input), run=run
-        )
+        result = await once(info, "readMemory", input, run)
         execution, versions = await _tool_payload(info, result)
         return ReadMemoryPayload(execution=execution, sources=versions)
 
@@ -394,29 +376,26 @@ class Mutation:
             )
 
         db = info.context.db
-        result = await info.context.once(
-            "deleteMemory", key=input.idempotency_key, request=_input_dict(input), run=run
-        )
+        result = await once(info, "deleteMemory", input, run)
         execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
 
 async def _close(
-    info: Info, operation: str, input: TurnInput | FailTurnInput, call: Any
+    info: Info,
+    operation: str,
+    input: TurnInput | FailTurnInput,
+    call: Callable[[AsyncSession], Awaitable[models.Turn]],
 ) -> TurnType:
-    made: list[models.Turn] = []  # the closed turn; none when a key replays
-
-    async def run() -> dict[str, Any]:
-        turn = await call(db)
-        made.append(turn)
-        return {"turn": str(turn.id)}
-
     db = info.context.db
-    result = await info.context.once(
-        operation, key=input.idempotency_key, request=_input_dict(input), run=run
-    )
-    if made:  # closed by this call: the row holds what it wrote
-        return TurnType(row=made[0])
+
+    async def run() -> tuple[models.Turn, dict[str, Any]]:
+        turn = await call(db)
+        return turn, {"turn": str(turn.id)}
+
+    result, closed = await once_made(info, operation, input, run)
+    if closed is not None:  # closed by this call: the row holds what it wrote
+        return TurnType(row=closed)
     turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)
     return TurnType(row=turn)

@@ -12,7 +12,8 @@ from typing import Annotated
 import strawberry
 
 from resolvers.context import Info
-from resolvers.permissions import CanSearchMemory, readable_namespaces
+from resolvers.grants import readable_namespaces
+from resolvers.permissions import CanSearchMemory
 from resolvers.search import MemorySearchResultType
 from resolvers.types.agents import LabelFilter
 from resolvers.types.memory import MemoryVersionType

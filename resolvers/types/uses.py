@@ -1,7 +1,7 @@
 """What an execution's output put before the model (R43, R63): its RETRIEVED output
 uses, each naming a memory record version or a part of a kept history event. Reading
 them takes the grants that read what they name (R70, R71): memory uses are memory,
-history uses are the session's (resolvers/permissions.py)."""
+history uses are the session's (resolvers/grants.py)."""
 
 from __future__ import annotations
 

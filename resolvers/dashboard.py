@@ -14,9 +14,8 @@ import strawberry
 from resolvers.context import Info
 from resolvers.grants import readable_namespaces
 from resolvers.permissions import CanSearchMemory
-from resolvers.search import MemorySearchResultType
+from resolvers.search import MemorySearchResultType, found_results
 from resolvers.types.agents import LabelFilter
-from resolvers.types.memory import MemoryVersionType
 from server.services import search_api
 
 AGENT_ID = "The agent whose memory to search."
@@ -55,15 +54,7 @@ class DashboardQuery:
             kind=kind,
             labels=[(lf.name, lf.value) for lf in labels or []],
         )
-        return [
-            MemorySearchResultType(
-                version=MemoryVersionType(row=f.version),
-                score=f.score,
-                cosine=f.cosine,
-                lexical=f.lexical,
-            )
-            for f in found
-        ]
+        return found_results(found)
 
     @strawberry.field(
         description="The namespaces that have agents and in which the caller may read "

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.idempotent import once, once_made
+from resolvers.idempotent import once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
 from resolvers.types.base import Scope
@@ -174,10 +174,28 @@ class ReadMemoryPayload:
     sources: list[MemoryVersionType]
 
 
-async def _tool_payload(
-    info: Info, result: dict[str, Any]
+async def _memory_tool(
+    info: Info,
+    operation: str,
+    input: Any,
+    call: Callable[[AsyncSession], Awaitable[memory.ToolResult]],
 ) -> tuple[ExecutionType, list[MemoryVersionType]]:
+    """A native memory tool, once per idempotency key: its execution and the versions
+    it gave, as the call returned them or, when the key replays, reloaded."""
     db = info.context.db
+
+    async def run() -> tuple[memory.ToolResult, dict[str, Any]]:
+        r = await call(db)
+        return r, {
+            "execution": str(r.execution.id),
+            "versions": [str(i.version.id) for i in r.items],
+        }
+
+    result, made = await once_made(info, operation, input, run)
+    if made is not None:
+        return ExecutionType(row=made.execution), [
+            MemoryVersionType(row=i.version) for i in made.items
+        ]
     execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
     versions = []
     for vid in result["versions"]:
@@ -185,10 +203,6 @@ async def _tool_payload(
         if row is not None:
             versions.append(MemoryVersionType(row=row))
     return ExecutionType(row=execution), versions
-
-
-def _tool_result(r: memory.ToolResult) -> dict[str, Any]:
-    return {"execution": str(r.execution.id), "versions": [str(i.version.id) for i in r.items]}
 
 
 @strawberry.type
@@ -335,49 +349,43 @@ class Mutation:
         if input.labels is not None and not isinstance(input.labels, dict):
             raise BadInputError("labels must be an object of name: value", field="labels")
 
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.add_memory(
-                    db,
-                    info.context.embedder,
-                    ref=call_ref(input),
-                    summary=input.summary,
-                    content=input.content,
-                    kind=input.kind,
-                    labels=input.labels,
-                    scope=input.scope.value if input.scope else None,
-                    pinned=input.pinned,
-                    replaces=input.replaces,
-                )
-            )
-
-        db = info.context.db
-        result = await once(info, "addMemory", input, run)
-        execution, versions = await _tool_payload(info, result)
+        execution, versions = await _memory_tool(
+            info,
+            "addMemory",
+            input,
+            lambda db: memory.add_memory(
+                db,
+                info.context.embedder,
+                ref=call_ref(input),
+                summary=input.summary,
+                content=input.content,
+                kind=input.kind,
+                labels=input.labels,
+                scope=input.scope.value if input.scope else None,
+                pinned=input.pinned,
+                replaces=input.replaces,
+            ),
+        )
         return MemoryToolPayload(execution=execution, memories=versions)
 
     @strawberry.mutation(description="The native read_memory tool: any status (R14).")
     async def read_memory(self, info: Info, input: MemoryIdInput) -> ReadMemoryPayload:
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.read_memory(db, ref=call_ref(input), record_id=input.id)
-            )
-
-        db = info.context.db
-        result = await once(info, "readMemory", input, run)
-        execution, versions = await _tool_payload(info, result)
+        execution, versions = await _memory_tool(
+            info,
+            "readMemory",
+            input,
+            lambda db: memory.read_memory(db, ref=call_ref(input), record_id=input.id),
+        )
         return ReadMemoryPayload(execution=execution, sources=versions)
 
     @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
     async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.delete_memory(db, ref=call_ref(input), record_id=input.id)
-            )
-
-        db = info.context.db
-        result = await once(info, "deleteMemory", input, run)
-        execution, versions = await _tool_payload(info, result)
+        execution, versions = await _memory_tool(
+            info,
+            "deleteMemory",
+            input,
+            lambda db: memory.delete_memory(db, ref=call_ref(input), record_id=input.id),
+        )
         return MemoryToolPayload(execution=execution, memories=versions)
 
 

@@ -57,14 +57,14 @@ class Query:
         self, info: Info, namespace: str, first: int, after: str | None = None
     ) -> Connection[AgentType]:
         """The agents of a namespace, newest first."""
-        page = await reads.list_agents(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_agents,
+            lambda a: AgentType(row=a),
             namespace=namespace,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda a: AgentType(row=a))
 
     @strawberry.field
     async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:

@@ -122,7 +122,7 @@ def _hits_json(items: list[search.Found]) -> list[dict[str, Any]]:
     ]
 
 
-def _found(items: list[search.Found]) -> list[MemorySearchResultType]:
+def found_results(items: list[search.Found]) -> list[MemorySearchResultType]:
     """The results as this call's ranking statement returned them, rows and all."""
     return [
         MemorySearchResultType(
@@ -154,7 +154,7 @@ async def _replayed(info: Info, hits: list[dict[str, Any]]) -> list[MemorySearch
 async def _results(
     info: Info, made: list[search.Found] | None, hits: list[dict[str, Any]]
 ) -> list[MemorySearchResultType]:
-    return _found(made) if made is not None else await _replayed(info, hits)
+    return found_results(made) if made is not None else await _replayed(info, hits)
 
 
 async def _execution(info: Info, value: str | None) -> ExecutionType | None:

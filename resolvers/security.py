@@ -48,6 +48,7 @@ from strawberry.extensions import (
 
 from resolvers.deadline import SCOPE_KEY, Deadline
 from resolvers.documents import CachedParser
+from resolvers.errors import internal
 from server.errors import BadInputError
 from server.settings import Settings
 
@@ -204,16 +205,7 @@ def mask_uncoded(errors: list[GraphQLError]) -> list[GraphQLError]:
             masked.append(error)
             continue
         _log.error("unmapped error masked at %s", error.path, exc_info=error.original_error)
-        masked.append(
-            GraphQLError(
-                "Internal server error.",
-                nodes=error.nodes,
-                source=error.source,
-                positions=error.positions,
-                path=error.path,
-                extensions={"code": "INTERNAL"},
-            )
-        )
+        masked.append(internal(error))
     return masked
 
 

@@ -54,14 +54,14 @@ class AgentType:
     async def sessions(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[SessionType]:
-        page = await reads.list_sessions(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_sessions,
+            lambda s: SessionType(row=s),
             agent_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda s: SessionType(row=s))
 
     @strawberry.field(
         description="Memory records, newest first (R71 readers).",
@@ -75,12 +75,13 @@ class AgentType:
         filter: MemoryRecordFilter | None = None,
     ) -> Connection[Annotated[MemoryRecordType, strawberry.lazy(_MEMORY)]]:
         f = filter or MemoryRecordFilter()
-        page = await reads.list_records(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_records,
+            lambda r: _record(row=r),
             agent_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
             filter=reads.RecordFilter(
                 status=f.status.value if f.status else None,
                 kind=f.kind,
@@ -90,7 +91,6 @@ class AgentType:
                 labels=tuple((lf.name, lf.value) for lf in f.labels or []),
             ),
         )
-        return Connection.of(page, lambda r: _record(row=r))
 
 
 @strawberry.input
@@ -119,13 +119,13 @@ class AgentVersionType:
 
     @strawberry.field(description="The configuration as published.")
     def config(self) -> JSON:
-        return self.row.config  # type: ignore[return-value]
+        return JSON(self.row.config)
 
     @strawberry.field(description="harness.memory with every default filled in.")
     async def effective_memory_config(self, info: Info) -> JSON:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
-        return memory_config_to_json(config_of(self.row, agent).memory)  # type: ignore[return-value]
+        return JSON(memory_config_to_json(config_of(self.row, agent).memory))
 
     created_at: datetime = column()
 
@@ -154,14 +154,14 @@ class SessionType:
     async def turns(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
-        page = await reads.list_turns(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_turns,
+            lambda t: _turn(row=t),
             session_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda t: _turn(row=t))
 
     @strawberry.field(
         description="Events its committed turns kept (R60), newest first; turnNumber "

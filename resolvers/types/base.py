@@ -3,7 +3,7 @@ wrapped row, the shared enums, and Relay-style pages."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
@@ -107,3 +107,16 @@ class Connection(Generic[N]):
                 has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
             ),
         )
+
+    @classmethod
+    async def read(
+        cls,
+        info: Info,
+        read: Callable[..., Awaitable[reads.Page[Any]]],
+        wrap: Callable[[Any], N],
+        **arguments: Any,
+    ) -> Connection[N]:
+        """The page ``read`` (a ``reads.list_*`` function) gives on the request's session,
+        of at most the configured page size."""
+        page = await read(info.context.db, maximum=info.context.settings.max_page_size, **arguments)
+        return cls.of(page, wrap)

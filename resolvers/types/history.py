@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import Enum
+from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -18,6 +19,11 @@ from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.services.history_reads import EventDetails
 from server.services.history_search import HistoryHit
+
+
+def _header(event: models.HistoryEvent) -> str:
+    """The event's header line (R62); its role was kept as a ``rules.Role``."""
+    return rules.header(event.turn_number, cast("rules.Role", event.role), event.tool_name)
 
 
 @strawberry.enum
@@ -74,7 +80,7 @@ class HistoryEventType:
 
     @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
     def header(self) -> str:
-        return rules.header(self.row.turn_number, self.row.role, self.row.tool_name)  # type: ignore[arg-type]
+        return _header(self.row)
 
     text: str = column(description="The event's whole text, as kept.")
     created_at: datetime = column()
@@ -132,8 +138,7 @@ class HistoryResultType:
 
     @strawberry.field(description="`turn 12, user`, `turn 12, agent` or `turn 12, tool <name>`.")
     def header(self) -> str:
-        e = self.hit.event
-        return rules.header(e.turn_number, e.role, e.tool_name)  # type: ignore[arg-type]
+        return _header(self.hit.event)
 
     @strawberry.field(description="The header line, then the part's (or whole event's) text.")
     def text(self) -> str:

@@ -16,7 +16,7 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
-from resolvers.context import Info, call_ref
+from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
@@ -24,7 +24,6 @@ from resolvers.types.base import Scope
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
-from server.errors import BadInputError
 from server.services import agents, commit, memory, turns
 from server.services.lookup import get
 
@@ -346,8 +345,7 @@ class Mutation:
 
     @strawberry.mutation(description="The native add_memory tool (R20–R22, R24, R31).")
     async def add_memory(self, info: Info, input: AddMemoryInput) -> MemoryToolPayload:
-        if input.labels is not None and not isinstance(input.labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
+        labels = labels_of(input)
 
         execution, versions = await _memory_tool(
             info,
@@ -360,7 +358,7 @@ class Mutation:
                 summary=input.summary,
                 content=input.content,
                 kind=input.kind,
-                labels=input.labels,
+                labels=labels,
                 scope=input.scope.value if input.scope else None,
                 pinned=input.pinned,
                 replaces=input.replaces,

@@ -14,12 +14,11 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers.context import Info, call_ref
+from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
-from server.errors import BadInputError
 from server.services import search
 from server.services.lookup import get
 
@@ -170,9 +169,7 @@ class SearchMutation:
         "(R40, R41); recorded as an execution."
     )
     async def search_memory(self, info: Info, input: SearchMemoryInput) -> SearchMemoryPayload:
-        labels = input.labels
-        if labels is not None and not isinstance(labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
+        labels = labels_of(input)
 
         async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await search.search_memory(

@@ -19,7 +19,7 @@ from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context, Info
 from resolvers.permissions import CanDeleteMemory
-from resolvers.types import MemoryRecordType
+from resolvers.types.memory import MemoryRecordType
 from server.errors import BadInputError, DomainError, UnauthenticatedError
 from server.services import auth, memory_api
 from server.services.chain import Caller, load_caller

@@ -16,7 +16,7 @@ from resolvers.deadline import Deadline
 from resolvers.loaders import Loaders
 from server.database import Database
 from server.embedding import Embedder
-from server.errors import OutcomeUnknownError
+from server.errors import BadInputError, OutcomeUnknownError
 from server.services import idempotency
 from server.services.chain import Caller
 from server.services.memory import CallRef
@@ -132,6 +132,15 @@ def call_ref(input: Any) -> CallRef:
         caller_execution_id=input.execution_id,
         invocation_id=input.invocation_id,
     )
+
+
+def labels_of(input: Any) -> dict[str, Any] | None:
+    """A native tool's ``labels``: an object of name: value, refused before the call is
+    recorded."""
+    labels = input.labels
+    if labels is not None and not isinstance(labels, dict):
+        raise BadInputError("labels must be an object of name: value", field="labels")
+    return labels
 
 
 def make_context(

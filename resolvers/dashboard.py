@@ -12,10 +12,10 @@ from typing import Annotated
 import strawberry
 
 from resolvers.context import Info
-from resolvers.permissions import CanSearchMemory, readable_namespaces
-from resolvers.search import MemorySearchResultType
-from resolvers.types import LabelFilter
-from resolvers.types_turns import MemoryVersionType
+from resolvers.grants import readable_namespaces
+from resolvers.permissions import CanSearchMemory
+from resolvers.search import MemorySearchResultType, found_results
+from resolvers.types.agents import LabelFilter
 from server.services import search_api
 
 AGENT_ID = "The agent whose memory to search."
@@ -54,15 +54,7 @@ class DashboardQuery:
             kind=kind,
             labels=[(lf.name, lf.value) for lf in labels or []],
         )
-        return [
-            MemorySearchResultType(
-                version=MemoryVersionType(row=f.version),
-                score=f.score,
-                cosine=f.cosine,
-                lexical=f.lexical,
-            )
-            for f in found
-        ]
+        return found_results(found)
 
     @strawberry.field(
         description="The namespaces that have agents and in which the caller may read "

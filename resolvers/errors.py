@@ -48,6 +48,11 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
             extensions=extensions,
         )
     _log.error("unexpected error at %s", error.path, exc_info=original)
+    return internal(error)
+
+
+def internal(error: GraphQLError) -> GraphQLError:
+    """The error as a client sees an unexpected one: INTERNAL, nothing of its cause."""
     return GraphQLError(
         "Internal server error.",
         nodes=error.nodes,

@@ -16,8 +16,9 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.types_history import HistoryEventType, HistoryResultType
-from resolvers.types_turns import ExecutionType, TranscriptEventType
+from resolvers.idempotent import once, once_made
+from resolvers.types.history import HistoryEventType, HistoryResultType
+from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
 from server.errors import NotFoundError
@@ -112,23 +113,6 @@ def _tool_calls(value: list[ToolCallInput] | None) -> list[ToolCall] | None:
     return [ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in value]
 
 
-def _request(input: Any) -> dict[str, Any]:
-    """The input as plain JSON, for the idempotency key's request hash."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, Enum):
-            return value.value
-        if isinstance(value, list):
-            return [plain(v) for v in value]
-        if hasattr(value, "__dict__") and not isinstance(value, type):
-            return {k: plain(v) for k, v in vars(value).items()}
-        return value
-
-    out = plain(input)
-    out.pop("idempotency_key", None)
-    return dict(out)
-
-
 @strawberry.type
 class HistoryQuery:
     @strawberry.field(description="A kept history event by id.")
@@ -147,9 +131,7 @@ class HistoryMutation:
         "with their tool calls, tool results and errors, skill loads, retrievals."
     )
     async def record_events(self, info: Info, input: RecordEventsInput) -> RecordEventsPayload:
-        made: list[models.TranscriptEvent] = []  # this call's rows; none when a key replays
-
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[list[models.TranscriptEvent], dict[str, Any]]:
             rows = await history_record.record_events(
                 db,
                 turn_id=input.turn_id,
@@ -166,15 +148,14 @@ class HistoryMutation:
                     for e in input.events
                 ],
             )
-            made.extend(rows)
-            return {"events": [str(r.id) for r in rows]}
+            return rows, {"events": [str(r.id) for r in rows]}
 
         db = info.context.db
-        result = await info.context.once(
-            "recordEvents", key=input.idempotency_key, request=lambda: _request(input), run=run
-        )
-        rows = made or await history_reads.transcript_events(
-            db, [uuid.UUID(e) for e in result["events"]]
+        result, made = await once_made(info, "recordEvents", input, run)
+        rows = (
+            made
+            if made is not None
+            else await history_reads.transcript_events(db, [uuid.UUID(e) for e in result["events"]])
         )
         return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
@@ -195,9 +176,7 @@ class HistoryMutation:
             return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
 
         db = info.context.db
-        result = await info.context.once(
-            "searchHistory", key=input.idempotency_key, request=_request(input), run=run
-        )
+        result = await once(info, "searchHistory", input, run)
         execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
         assert execution is not None
         hits = await history_search.load_hits(db, result["hits"])

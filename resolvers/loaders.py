@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,7 +32,12 @@ from server.models import (
 from server.services import history_reads
 from server.services.history_reads import EventDetails
 
-T = TypeVar("T")
+
+class _Row(Protocol):
+    id: uuid.UUID
+
+
+T = TypeVar("T", bound=_Row)
 
 
 class Loaders:
@@ -65,11 +70,9 @@ class Loaders:
             loader.clear_all()
 
     def _by_id(self, model: type[T]) -> DataLoader[uuid.UUID, T | None]:
-        column: Any = model.id  # type: ignore[attr-defined]
-
         async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
-            rows = (await self.db.scalars(select(model).where(column.in_(keys)))).all()
-            found = {row.id: row for row in rows}  # type: ignore[attr-defined]
+            rows = (await self.db.scalars(select(model).where(col(model.id).in_(keys)))).all()
+            found = {row.id: row for row in rows}
             return [found.get(k) for k in keys]
 
         return DataLoader(load_fn=load)
@@ -100,8 +103,8 @@ class Loaders:
 
     def _column(self, model: type[T], name: str) -> DataLoader[uuid.UUID, Any]:
         """One column of rows by id, read as a value: no row enters the session's
-        identity map (the access gate's reads, resolvers/permissions.py)."""
-        key: Any = model.id  # type: ignore[attr-defined]
+        identity map (the access gate's reads, resolvers/grants.py)."""
+        key = col(model.id)
         value: Any = getattr(model, name)
 
         async def load(keys: Sequence[uuid.UUID]) -> list[Any]:

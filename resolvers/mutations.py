@@ -8,6 +8,7 @@ optional ``idempotencyKey``.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any
 
@@ -15,13 +16,15 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.scalars import JSON
 
-from resolvers.context import Info, call_ref
+from resolvers.context import Info, call_ref, labels_of
+from resolvers.idempotent import once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
-from resolvers.types import AgentType, AgentVersionType, Scope, SessionType
-from resolvers.types_turns import ExecutionType, InvocationType, MemoryVersionType, TurnType
+from resolvers.types.agents import AgentType, AgentVersionType, SessionType
+from resolvers.types.base import Scope
+from resolvers.types.memory import MemoryVersionType
+from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
-from server.errors import BadInputError
-from server.services import agents, history, memory, turns
+from server.services import agents, commit, memory, turns
 from server.services.lookup import get
 
 
@@ -170,18 +173,28 @@ class ReadMemoryPayload:
     sources: list[MemoryVersionType]
 
 
-def _input_dict(value: Any) -> dict[str, Any]:
-    return {
-        k: (v.value if isinstance(v, Enum) else v)
-        for k, v in vars(value).items()
-        if k != "idempotency_key"
-    }
-
-
-async def _tool_payload(
-    info: Info, result: dict[str, Any]
+async def _memory_tool(
+    info: Info,
+    operation: str,
+    input: Any,
+    call: Callable[[AsyncSession], Awaitable[memory.ToolResult]],
 ) -> tuple[ExecutionType, list[MemoryVersionType]]:
+    """A native memory tool, once per idempotency key: its execution and the versions
+    it gave, as the call returned them or, when the key replays, reloaded."""
     db = info.context.db
+
+    async def run() -> tuple[memory.ToolResult, dict[str, Any]]:
+        r = await call(db)
+        return r, {
+            "execution": str(r.execution.id),
+            "versions": [str(i.version.id) for i in r.items],
+        }
+
+    result, made = await once_made(info, operation, input, run)
+    if made is not None:
+        return ExecutionType(row=made.execution), [
+            MemoryVersionType(row=i.version) for i in made.items
+        ]
     execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
     versions = []
     for vid in result["versions"]:
@@ -189,10 +202,6 @@ async def _tool_payload(
         if row is not None:
             versions.append(MemoryVersionType(row=row))
     return ExecutionType(row=execution), versions
-
-
-def _tool_result(r: memory.ToolResult) -> dict[str, Any]:
-    return {"execution": str(r.execution.id), "versions": [str(i.version.id) for i in r.items]}
 
 
 @strawberry.type
@@ -228,11 +237,9 @@ class Mutation:
 
     @strawberry.mutation(description="Open a turn; returns the pinned lines (R30).")
     async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
-        made: list[turns.BegunTurn] = []  # this call's rows; none when a key replays
-
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[turns.BegunTurn, dict[str, Any]]:
             begun = await turns.begin_turn(
-                db,
+                info.context.db,
                 session_id=input.session_id,
                 agent_id=input.agent_id,
                 agent_version_id=input.agent_version_id,
@@ -240,8 +247,7 @@ class Mutation:
                 replay_of=input.replay_of,
                 retry_of=input.retry_of,
             )
-            made.append(begun)
-            return {
+            return begun, {
                 "turn": str(begun.turn.id),
                 "execution": str(begun.execution.id),
                 "pinned": [
@@ -256,13 +262,11 @@ class Mutation:
                 "notes": begun.notes,
             }
 
-        db = info.context.db
-        result = await info.context.once(
-            "beginTurn", key=input.idempotency_key, request=_input_dict(input), run=run
-        )
-        if made:
-            turn, execution = made[0].turn, made[0].execution
+        result, begun = await once_made(info, "beginTurn", input, run)
+        if begun is not None:
+            turn, execution = begun.turn, begun.execution
         else:
+            db = info.context.db
             turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
             execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
         return BeginTurnPayload(
@@ -282,15 +286,12 @@ class Mutation:
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")
     async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
-        async def commit(db: AsyncSession) -> models.Turn:
-            embedder = info.context.embedder
-            # embed what the turn keeps before the commit locks it (R61)
-            prepared = await history.prepare_keep(db, embedder, turn_id=input.turn_id)
-            turn = await turns.commit_turn(db, turn_id=input.turn_id)
-            await history.keep_turn(db, embedder, turn=turn, prepared=prepared)
-            return turn
-
-        return await _close(info, "commitTurn", input, commit)
+        return await _close(
+            info,
+            "commitTurn",
+            input,
+            lambda db: commit.commit_turn(db, info.context.embedder, turn_id=input.turn_id),
+        )
 
     @strawberry.mutation(
         description="Discard the turn's memory (R12): its new records and versions are "
@@ -344,77 +345,63 @@ class Mutation:
 
     @strawberry.mutation(description="The native add_memory tool (R20–R22, R24, R31).")
     async def add_memory(self, info: Info, input: AddMemoryInput) -> MemoryToolPayload:
-        if input.labels is not None and not isinstance(input.labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
+        labels = labels_of(input)
 
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.add_memory(
-                    db,
-                    info.context.embedder,
-                    ref=call_ref(input),
-                    summary=input.summary,
-                    content=input.content,
-                    kind=input.kind,
-                    labels=input.labels,
-                    scope=input.scope.value if input.scope else None,
-                    pinned=input.pinned,
-                    replaces=input.replaces,
-                )
-            )
-
-        db = info.context.db
-        result = await info.context.once(
-            "addMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        execution, versions = await _memory_tool(
+            info,
+            "addMemory",
+            input,
+            lambda db: memory.add_memory(
+                db,
+                info.context.embedder,
+                ref=call_ref(input),
+                summary=input.summary,
+                content=input.content,
+                kind=input.kind,
+                labels=labels,
+                scope=input.scope.value if input.scope else None,
+                pinned=input.pinned,
+                replaces=input.replaces,
+            ),
         )
-        execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
     @strawberry.mutation(description="The native read_memory tool: any status (R14).")
     async def read_memory(self, info: Info, input: MemoryIdInput) -> ReadMemoryPayload:
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.read_memory(db, ref=call_ref(input), record_id=input.id)
-            )
-
-        db = info.context.db
-        result = await info.context.once(
-            "readMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        execution, versions = await _memory_tool(
+            info,
+            "readMemory",
+            input,
+            lambda db: memory.read_memory(db, ref=call_ref(input), record_id=input.id),
         )
-        execution, versions = await _tool_payload(info, result)
         return ReadMemoryPayload(execution=execution, sources=versions)
 
     @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
     async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
-        async def run() -> dict[str, Any]:
-            return _tool_result(
-                await memory.delete_memory(db, ref=call_ref(input), record_id=input.id)
-            )
-
-        db = info.context.db
-        result = await info.context.once(
-            "deleteMemory", key=input.idempotency_key, request=_input_dict(input), run=run
+        execution, versions = await _memory_tool(
+            info,
+            "deleteMemory",
+            input,
+            lambda db: memory.delete_memory(db, ref=call_ref(input), record_id=input.id),
         )
-        execution, versions = await _tool_payload(info, result)
         return MemoryToolPayload(execution=execution, memories=versions)
 
 
 async def _close(
-    info: Info, operation: str, input: TurnInput | FailTurnInput, call: Any
+    info: Info,
+    operation: str,
+    input: TurnInput | FailTurnInput,
+    call: Callable[[AsyncSession], Awaitable[models.Turn]],
 ) -> TurnType:
-    made: list[models.Turn] = []  # the closed turn; none when a key replays
-
-    async def run() -> dict[str, Any]:
-        turn = await call(db)
-        made.append(turn)
-        return {"turn": str(turn.id)}
-
     db = info.context.db
-    result = await info.context.once(
-        operation, key=input.idempotency_key, request=_input_dict(input), run=run
-    )
-    if made:  # closed by this call: the row holds what it wrote
-        return TurnType(row=made[0])
+
+    async def run() -> tuple[models.Turn, dict[str, Any]]:
+        turn = await call(db)
+        return turn, {"turn": str(turn.id)}
+
+    result, closed = await once_made(info, operation, input, run)
+    if closed is not None:  # closed by this call: the row holds what it wrote
+        return TurnType(row=closed)
     turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
     await db.refresh(turn)
     return TurnType(row=turn)

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import uuid
+from typing import TypeVar
 
 import strawberry
+from strawberry.dataloader import DataLoader
 
 from resolvers.context import Info
-from resolvers.permissions import CanListAgents, Resource, decide
-from resolvers.types import AgentType, AgentVersionType, Connection, SessionType
-from resolvers.types_turns import ExecutionType, MemoryRecordType, TurnType
+from resolvers.grants import Resource, decide
+from resolvers.permissions import CanListAgents
+from resolvers.types.agents import AgentType, AgentVersionType, SessionType
+from resolvers.types.base import Connection
+from resolvers.types.memory import MemoryRecordType
+from resolvers.types.turns import ExecutionType, TurnType
 from server.errors import NotFoundError
 from server.services import reads
 
+T = TypeVar("T")
 
-async def _load(info: Info, loader_name: str, id_: uuid.UUID, what: str) -> object:
-    row = await getattr(info.context.loaders, loader_name).load(id_)
+
+async def _load(loader: DataLoader[uuid.UUID, T | None], id_: uuid.UUID, what: str) -> T:
+    row = await loader.load(id_)
     if row is None:
         raise NotFoundError(f"no {what} with id {id_}")
     return row
@@ -34,7 +41,7 @@ class Query:
         """An agent by id, or by namespace and name. A name the caller may not read is
         answered as a name that does not exist: names are guessable, ids are not."""
         if id is not None:
-            return AgentType(row=await _load(info, "agent", id, "agent"))  # type: ignore[arg-type]
+            return AgentType(row=await _load(info.context.loaders.agent, id, "agent"))
         if namespace is None or name is None:
             raise NotFoundError("pass id, or namespace and name")
         row = await reads.agent_by_name(info.context.db, namespace=namespace, name=name)
@@ -50,34 +57,36 @@ class Query:
         self, info: Info, namespace: str, first: int, after: str | None = None
     ) -> Connection[AgentType]:
         """The agents of a namespace, newest first."""
-        page = await reads.list_agents(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_agents,
+            lambda a: AgentType(row=a),
             namespace=namespace,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda a: AgentType(row=a))
 
     @strawberry.field
     async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:
-        return AgentVersionType(row=await _load(info, "agent_version", id, "agent version"))  # type: ignore[arg-type]
+        return AgentVersionType(
+            row=await _load(info.context.loaders.agent_version, id, "agent version")
+        )
 
     @strawberry.field
     async def session(self, info: Info, id: uuid.UUID) -> SessionType:
-        return SessionType(row=await _load(info, "session", id, "session"))  # type: ignore[arg-type]
+        return SessionType(row=await _load(info.context.loaders.session, id, "session"))
 
     @strawberry.field
     async def turn(self, info: Info, id: uuid.UUID) -> TurnType:
-        return TurnType(row=await _load(info, "turn", id, "turn"))  # type: ignore[arg-type]
+        return TurnType(row=await _load(info.context.loaders.turn, id, "turn"))
 
     @strawberry.field
     async def execution(self, info: Info, id: uuid.UUID) -> ExecutionType:
-        return ExecutionType(row=await _load(info, "execution", id, "execution"))  # type: ignore[arg-type]
+        return ExecutionType(row=await _load(info.context.loaders.execution, id, "execution"))
 
     @strawberry.field(description="A memory record in any status, with its history (R25).")
     async def agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType:
-        row = await _load(info, "record", id, "memory record")
-        if not row.committed:  # type: ignore[attr-defined]
+        row = await _load(info.context.loaders.record, id, "memory record")
+        if not row.committed:
             raise NotFoundError(f"no memory record with id {id}")
-        return MemoryRecordType(row=row)  # type: ignore[arg-type]
+        return MemoryRecordType(row=row)

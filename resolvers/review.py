@@ -15,9 +15,10 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types import Scope
-from resolvers.types_history import HistoryRole
-from resolvers.types_turns import ExecutionType, MemoryVersionType
+from resolvers.types.base import Scope
+from resolvers.types.history import HistoryRole
+from resolvers.types.memory import MemoryVersionType
+from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services.lookup import get

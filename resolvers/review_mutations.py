@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info
+from resolvers.idempotent import once
 from resolvers.review import (
     ApplyMemoryReviewInput,
     ApplyMemoryReviewPayload,
@@ -24,8 +25,8 @@ from resolvers.review import (
     review_type,
     versions_of,
 )
-from resolvers.types_history import HistoryRole
-from resolvers.types_turns import ExecutionType
+from resolvers.types.history import HistoryRole
+from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services import review
@@ -56,11 +57,12 @@ class ReviewMutation:
                 ],
             }
 
-        result = await info.context.once(
+        result = await once(
+            info,
             "beginMemoryReview",
-            key=input.idempotency_key,
+            input,
+            run,
             request={"turn_id": input.turn_id},
-            run=run,
         )
         entries = [
             rules.Entry(e["turn"], e["role"], e["tool"], e["text"]) for e in result["conversation"]
@@ -118,11 +120,12 @@ class ReviewMutation:
                 ]
             }
 
-        result = await info.context.once(
+        result = await once(
+            info,
             "compareMemoryCandidates",
-            key=input.idempotency_key,
+            input,
+            run,
             request={"review": input.review_id, "candidates": candidates, "limit": input.limit},
-            run=run,
         )
         out: list[ComparedCandidateType] = []
         for c in result["candidates"]:
@@ -179,15 +182,16 @@ class ReviewMutation:
                 "decisions": applied.output["decisions"],
             }
 
-        result = await info.context.once(
+        result = await once(
+            info,
             "applyMemoryReview",
-            key=input.idempotency_key,
+            input,
+            run,
             request={
                 "review": input.review_id,
                 "decisions": decisions,
                 "invocation": input.invocation_id,
             },
-            run=run,
         )
         execution = await get(info.context.db, models.Execution, uuid.UUID(result["execution"]))
         await info.context.db.refresh(execution)

@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext
 
 from resolvers.auth import ApiMutation, Authentication
 from resolvers.dashboard import DashboardQuery
 from resolvers.documents import OneOperation
 from resolvers.errors import DomainErrors
+from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.inputs import StorableText
 from resolvers.mutations import Mutation as CoreMutation
-from resolvers.permissions import AccessGate
 from resolvers.queries import Query as CoreQuery
 from resolvers.review_mutations import ReviewMutation
 from resolvers.search import SearchMutation
@@ -33,7 +35,9 @@ MUTATIONS: tuple[type, ...] = (
 
 
 class _Schema(strawberry.Schema):
-    def process_errors(self, errors: list, execution_context: object = None) -> None:  # type: ignore[type-arg]
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
         """Logging happens in :mod:`resolvers.errors`; expected errors are not logged."""
 
 

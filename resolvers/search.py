@@ -2,7 +2,8 @@
 
 Both record what they did (an execution of the native ``search_memory`` tool,
 RETRIEVED uses, ``embed`` usage), so they are mutations. Each maps its input to
-one call of :mod:`server.services.search` inside one transaction.
+one call of :mod:`server.services.search` inside one transaction, and shows the rows
+that call's ranking statement returned (a replayed key reloads its versions).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers.context import Info, call_ref
-from resolvers.types_turns import ExecutionType, MemoryRecordType, MemoryVersionType
+from resolvers.context import Info, call_ref, labels_of
+from resolvers.idempotent import once_made
+from resolvers.types.memory import MemoryRecordType, MemoryVersionType
+from resolvers.types.turns import ExecutionType
 from server import models
-from server.errors import BadInputError
 from server.services import search
 from server.services.lookup import get
 
@@ -73,10 +75,11 @@ class MemorySearchResultType:
     )
     cosine: float | None = strawberry.field(description="Similarity of meaning, -1..1.")
     lexical: float | None = strawberry.field(description="Full-text rank, when words matched.")
+    found: strawberry.Private[models.MemoryRecord | None] = None
 
     @strawberry.field
     async def record(self, info: Info) -> MemoryRecordType:
-        row = await info.context.loaders.record.load(self.version.row.record_id)
+        row = self.found or await info.context.loaders.record.load(self.version.row.record_id)
         assert row is not None
         return MemoryRecordType(row=row)
 
@@ -111,28 +114,46 @@ class RecallPayload:
     )
 
 
-def _request(value: Any) -> dict[str, Any]:
-    return {k: v for k, v in vars(value).items() if k != "idempotency_key"}
-
-
 def _hits_json(items: list[search.Found]) -> list[dict[str, Any]]:
     return [
-        {"version": str(i.version.id), "score": i.score, "cosine": i.cosine,
-         "lexical": i.lexical}
+        {"version": str(i.version.id), "score": i.score, "cosine": i.cosine, "lexical": i.lexical}
         for i in items
-    ]  # fmt: skip
+    ]
 
 
-async def _results(info: Info, hits: list[dict[str, Any]]) -> list[MemorySearchResultType]:
+def found_results(items: list[search.Found]) -> list[MemorySearchResultType]:
+    """The results as this call's ranking statement returned them, rows and all."""
+    return [
+        MemorySearchResultType(
+            version=MemoryVersionType(row=i.version),
+            score=i.score,
+            cosine=i.cosine,
+            lexical=i.lexical,
+            found=i.record,
+        )
+        for i in items
+    ]
+
+
+async def _replayed(info: Info, hits: list[dict[str, Any]]) -> list[MemorySearchResultType]:
+    """The results a replayed key stored, their versions reloaded."""
     rows = await info.context.loaders.version.load_many([uuid.UUID(h["version"]) for h in hits])
     return [
         MemorySearchResultType(
-            version=MemoryVersionType(row=row), score=h["score"], cosine=h["cosine"],
+            version=MemoryVersionType(row=row),
+            score=h["score"],
+            cosine=h["cosine"],
             lexical=h["lexical"],
         )
         for h, row in zip(hits, rows, strict=True)
         if row is not None
-    ]  # fmt: skip
+    ]
+
+
+async def _results(
+    info: Info, made: list[search.Found] | None, hits: list[dict[str, Any]]
+) -> list[MemorySearchResultType]:
+    return found_results(made) if made is not None else await _replayed(info, hits)
 
 
 async def _execution(info: Info, value: str | None) -> ExecutionType | None:
@@ -148,62 +169,58 @@ class SearchMutation:
         "(R40, R41); recorded as an execution."
     )
     async def search_memory(self, info: Info, input: SearchMemoryInput) -> SearchMemoryPayload:
-        if input.labels is not None and not isinstance(input.labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
+        labels = labels_of(input)
 
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await search.search_memory(
-                db,
+                info.context.db,
                 info.context.embedder,
                 ref=call_ref(input),
                 query=input.query,
                 kind=input.kind,
-                labels=input.labels,  # type: ignore[arg-type]
+                labels=labels,
                 ids=input.ids,
                 limit=input.limit,
                 after=input.after,
             )
-            return {
+            return found.items, {
                 "execution": str(found.execution.id),
                 "hits": _hits_json(found.items),
                 "next": found.next_cursor,
             }
 
-        db = info.context.db
-        result = await info.context.once(
-            "searchMemory", key=input.idempotency_key, request=_request(input), run=run
-        )
+        result, made = await once_made(info, "searchMemory", input, run)
         execution = await _execution(info, result["execution"])
         assert execution is not None
         return SearchMemoryPayload(
-            execution=execution, results=await _results(info, result["hits"]),
+            execution=execution,
+            results=await _results(info, made, result["hits"]),
             next_cursor=result["next"],
-        )  # fmt: skip
+        )
 
     @strawberry.mutation(
         description="Recall before a model call: the records that best match the turn's "
         "current work, marked as memory (R42-R44)."
     )
     async def recall(self, info: Info, input: RecallInput) -> RecallPayload:
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await search.recall(
-                db, info.context.embedder, ref=call_ref(input), query=input.query
+                info.context.db, info.context.embedder, ref=call_ref(input), query=input.query
             )
-            return {
+            return found.items, {
                 "execution": str(found.execution.id) if found.execution else None,
                 "repeat_of": str(found.repeat_of.id) if found.repeat_of else None,
                 "hits": _hits_json(found.items),
                 "text": found.text,
             }
 
-        db = info.context.db
-        result = await info.context.once(
-            "recall", key=input.idempotency_key, request=_request(input), run=run
-        )
+        result, made = await once_made(info, "recall", input, run)
         return RecallPayload(
-            kind=search.RECALL_KIND, notice=search.RECALL_NOTICE, text=result["text"],
-            results=await _results(info, result["hits"]),
+            kind=search.RECALL_KIND,
+            notice=search.RECALL_NOTICE,
+            text=result["text"],
+            results=await _results(info, made, result["hits"]),
             recorded=result["execution"] is not None,
             execution=await _execution(info, result["execution"]),
             repeat_of=await _execution(info, result["repeat_of"]),
-        )  # fmt: skip
+        )

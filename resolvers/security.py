@@ -48,6 +48,7 @@ from strawberry.extensions import (
 
 from resolvers.deadline import SCOPE_KEY, Deadline
 from resolvers.documents import CachedParser
+from resolvers.errors import internal
 from server.errors import BadInputError
 from server.settings import Settings
 
@@ -204,21 +205,12 @@ def mask_uncoded(errors: list[GraphQLError]) -> list[GraphQLError]:
             masked.append(error)
             continue
         _log.error("unmapped error masked at %s", error.path, exc_info=error.original_error)
-        masked.append(
-            GraphQLError(
-                "Internal server error.",
-                nodes=error.nodes,
-                source=error.source,
-                positions=error.positions,
-                path=error.path,
-                extensions={"code": "INTERNAL"},
-            )
-        )
+        masked.append(internal(error))
     return masked
 
 
-# Documents parsed and validated are kept, by query text and by document: a runtime
-# sends the same few documents every turn, and validating one costs 1-3 ms.
+# Documents parsed and validated are kept, by query text and by document, so that a
+# runtime's repeated documents are not validated again (docs/security.md).
 DOCUMENT_CACHE_SIZE = 256
 
 

@@ -18,6 +18,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from resolvers.context import Credentials, make_context
+from resolvers.deadline import SCOPE_KEY
+from resolvers.schema import build_schema
+from resolvers.security import GraphQLGuard, bearer_token, error_body, mask_uncoded
 from server import web
 from server.database import Database
 from server.embedding import Embedder
@@ -48,8 +52,6 @@ class _GraphQL(GraphQL):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        from resolvers.security import error_body
-
         response: Response
         try:
             response = await self.run(Request(scope, receive))
@@ -80,16 +82,11 @@ class _GraphQL(GraphQL):
         return web.graphiql_html()
 
     async def process_result(self, request: Any, result: Any) -> Any:
-        from resolvers.security import mask_uncoded
-
         if result.errors:
             result.errors = mask_uncoded(result.errors)
         return await super().process_result(request, result)
 
     async def get_context(self, request: Any, response: Any = None) -> Any:
-        from resolvers.context import make_context
-        from resolvers.deadline import SCOPE_KEY
-
         return make_context(
             request=request,
             response=response,
@@ -99,12 +96,9 @@ class _GraphQL(GraphQL):
         )
 
 
-def _credentials(request: Any) -> Any:
+def _credentials(request: Any) -> Credentials | None:
     """The bearer token and the chain headers (docs/security.md); resolved into the
     caller by ``resolvers.auth.Authentication`` once the document passed the limits."""
-    from resolvers.context import Credentials
-    from resolvers.security import bearer_token
-
     token = bearer_token(request.headers.get("authorization", ""))
     if token is None:
         return None
@@ -126,9 +120,6 @@ def create_app(
     ``caller`` (a ``server.services.chain.Caller``), every request acts as that caller and
     no token is asked for: for an application that authenticates its users itself, and
     for tests."""
-    from resolvers.schema import build_schema
-    from resolvers.security import GraphQLGuard
-
     db = database or Database(settings)
     model = embedder or Embedder(
         settings.embedding_model,

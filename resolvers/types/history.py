@@ -1,24 +1,29 @@
 """Strawberry types of kept session history (R60-R62): events, their parts, the tool
-calls they name, search results, and a session's events as a Relay connection."""
+calls they name, and search results."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
 from enum import Enum
+from typing import cast
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types import PageInfo, column, related
-from resolvers.types_turns import ExecutionType, TranscriptEventType, TurnType
+from resolvers.types.base import column, related
+from resolvers.types.turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.services import history_reads
 from server.services.history_reads import EventDetails
 from server.services.history_search import HistoryHit
+
+
+def _header(event: models.HistoryEvent) -> str:
+    """The event's header line (R62); its role was kept as a ``rules.Role``."""
+    return rules.header(event.turn_number, cast("rules.Role", event.role), event.tool_name)
 
 
 @strawberry.enum
@@ -75,7 +80,7 @@ class HistoryEventType:
 
     @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
     def header(self) -> str:
-        return rules.header(self.row.turn_number, self.row.role, self.row.tool_name)  # type: ignore[arg-type]
+        return _header(self.row)
 
     text: str = column(description="The event's whole text, as kept.")
     created_at: datetime = column()
@@ -133,8 +138,7 @@ class HistoryResultType:
 
     @strawberry.field(description="`turn 12, user`, `turn 12, agent` or `turn 12, tool <name>`.")
     def header(self) -> str:
-        e = self.hit.event
-        return rules.header(e.turn_number, e.role, e.tool_name)  # type: ignore[arg-type]
+        return _header(self.hit.event)
 
     @strawberry.field(description="The header line, then the part's (or whole event's) text.")
     def text(self) -> str:
@@ -172,48 +176,3 @@ class HistoryResultType:
     @strawberry.field
     def event(self) -> HistoryEventType:
         return HistoryEventType(row=self.hit.event, details=self.hit.details)
-
-
-@strawberry.type
-class HistoryEventEdge:
-    cursor: str
-    node: HistoryEventType
-
-
-@strawberry.type
-class HistoryEventConnection:
-    """Kept events, newest first; no total count is given."""
-
-    edges: list[HistoryEventEdge]
-    page_info: PageInfo
-
-
-async def session_history(
-    info: Info,
-    *,
-    session_id: uuid.UUID,
-    first: int,
-    after: str | None,
-    turn_number: int | None,
-) -> HistoryEventConnection:
-    """``Session.history``: a page of kept events with their parts and calls (3 statements)."""
-    db = info.context.db
-    page = await history_reads.list_session_history(
-        db,
-        session_id=session_id,
-        first=first,
-        after=after,
-        turn_number=turn_number,
-        maximum=info.context.settings.max_page_size,
-    )
-    details = await history_reads.event_details(db, [e for _, e in page.items])
-    edges = [
-        HistoryEventEdge(cursor=c, node=HistoryEventType(row=e, details=details[e.id]))
-        for c, e in page.items
-    ]
-    return HistoryEventConnection(
-        edges=edges,
-        page_info=PageInfo(
-            has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
-        ),
-    )

@@ -1,7 +1,7 @@
 """What an execution's output put before the model (R43, R63): its RETRIEVED output
 uses, each naming a memory record version or a part of a kept history event. Reading
 them takes the grants that read what they name (R70, R71): memory uses are memory,
-history uses are the session's (resolvers/permissions.py)."""
+history uses are the session's (resolvers/grants.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from enum import Enum
 import strawberry
 
 from resolvers.context import Info
-from resolvers.types import column, related
-from resolvers.types_history import HistoryEventType, HistoryPartType
-from resolvers.types_turns import MemoryVersionType
+from resolvers.types.base import column, related
+from resolvers.types.history import HistoryEventType, HistoryPartType
+from resolvers.types.memory import MemoryVersionType
 from server import models
 
 

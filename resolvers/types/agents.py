@@ -1,109 +1,33 @@
-"""Strawberry object types. Each wraps one row; relations resolve through the
-request's dataloaders, so lists cost a bounded number of statements."""
+"""Agents, their versions and their sessions."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import datetime
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
+from resolvers.types.base import Connection, MemoryStatus, Scope, column, later
 from server import models
 from server.domain.config import memory_config_to_json
-from server.services import reads
+from server.services import history_reads, reads
 from server.services.agents import config_of
 
 if TYPE_CHECKING:
-    from resolvers.types_history import HistoryEventConnection
+    from resolvers.types.history import HistoryEventType
+    from resolvers.types.memory import MemoryRecordType
+    from resolvers.types.turns import TurnType
 
-N = TypeVar("N")
-
-
-def column(
-    attribute: str | None = None,
-    *,
-    description: str | None = None,
-    convert: Callable[[Any], Any] | None = None,
-) -> Any:
-    """A field that shows a column of the wrapped row (``attribute``, or the field's own
-    Python name), as it is or through ``convert``; its GraphQL type is the field's
-    annotation."""
-
-    def resolve(root: Any, info: strawberry.Info) -> Any:
-        value = getattr(root.row, attribute or info.python_name)
-        return value if convert is None else convert(value)
-
-    return strawberry.field(resolver=resolve, description=description)
-
-
-def related(
-    loader: str,
-    attribute: str,
-    wrap: Callable[[Any], Any],
-    *,
-    description: str | None = None,
-) -> Any:
-    """A field that follows the row's ``attribute`` (a key) through the request's
-    dataloader ``loader`` and wraps the row found with ``wrap``; ``None`` where the key
-    is (the field's annotation says whether it may be)."""
-
-    async def resolve(root: Any, info: Info) -> Any:
-        key = getattr(root.row, attribute)
-        if key is None:
-            return None
-        row = await getattr(info.context.loaders, loader).load(key)
-        return None if row is None else wrap(row)
-
-    return strawberry.field(resolver=resolve, description=description)
-
-
-@strawberry.enum
-class Scope(Enum):
-    SESSION = "SESSION"
-    AGENT = "AGENT"
-
-
-@strawberry.enum
-class MemoryStatus(Enum):
-    ACTIVE = "ACTIVE"
-    SUPERSEDED = "SUPERSEDED"
-    DELETED = "DELETED"
-
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
-class Edge(Generic[N]):
-    cursor: str
-    node: N
-
-
-@strawberry.type
-class Connection(Generic[N]):
-    """A Relay-style page; no total count is given, so a page reveals nothing it hides."""
-
-    edges: list[Edge[N]]
-    page_info: PageInfo
-
-    @classmethod
-    def of(cls, page: reads.Page[Any], wrap: Callable[[Any], N]) -> Connection[N]:
-        edges = [Edge(cursor=c, node=wrap(item)) for c, item in page.items]
-        return cls(
-            edges=edges,
-            page_info=PageInfo(
-                has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
-            ),
-        )
+_TURNS = "resolvers.types.turns"
+_MEMORY = "resolvers.types.memory"
+_HISTORY = "resolvers.types.history"
+_turn = later(_TURNS, "TurnType")
+_record = later(_MEMORY, "MemoryRecordType")
+_history_event = later(_HISTORY, "HistoryEventType")
 
 
 @strawberry.type(name="Agent")
@@ -130,14 +54,14 @@ class AgentType:
     async def sessions(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[SessionType]:
-        page = await reads.list_sessions(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_sessions,
+            lambda s: SessionType(row=s),
             agent_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda s: SessionType(row=s))
 
     @strawberry.field(
         description="Memory records, newest first (R71 readers).",
@@ -149,14 +73,15 @@ class AgentType:
         first: int,
         after: str | None = None,
         filter: MemoryRecordFilter | None = None,
-    ) -> Connection[MemoryRecordType]:
+    ) -> Connection[Annotated[MemoryRecordType, strawberry.lazy(_MEMORY)]]:
         f = filter or MemoryRecordFilter()
-        page = await reads.list_records(
-            info.context.db,
+        return await Connection.read(
+            info,
+            reads.list_records,
+            lambda r: _record(row=r),
             agent_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
             filter=reads.RecordFilter(
                 status=f.status.value if f.status else None,
                 kind=f.kind,
@@ -166,7 +91,6 @@ class AgentType:
                 labels=tuple((lf.name, lf.value) for lf in f.labels or []),
             ),
         )
-        return Connection.of(page, lambda r: MemoryRecordType(row=r))
 
 
 @strawberry.input
@@ -195,13 +119,13 @@ class AgentVersionType:
 
     @strawberry.field(description="The configuration as published.")
     def config(self) -> JSON:
-        return self.row.config  # type: ignore[return-value]
+        return JSON(self.row.config)
 
     @strawberry.field(description="harness.memory with every default filled in.")
     async def effective_memory_config(self, info: Info) -> JSON:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
-        return memory_config_to_json(config_of(self.row, agent).memory)  # type: ignore[return-value]
+        return JSON(memory_config_to_json(config_of(self.row, agent).memory))
 
     created_at: datetime = column()
 
@@ -227,15 +151,17 @@ class SessionType:
         return AgentType(row=agent)
 
     @strawberry.field(description="Turns, newest first.")
-    async def turns(self, info: Info, first: int, after: str | None = None) -> Connection[TurnType]:
-        page = await reads.list_turns(
-            info.context.db,
+    async def turns(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
+        return await Connection.read(
+            info,
+            reads.list_turns,
+            lambda t: _turn(row=t),
             session_id=self.row.id,
             first=first,
             after=after,
-            maximum=info.context.settings.max_page_size,
         )
-        return Connection.of(page, lambda t: TurnType(row=t))
 
     @strawberry.field(
         description="Events its committed turns kept (R60), newest first; turnNumber "
@@ -243,29 +169,15 @@ class SessionType:
     )
     async def history(
         self, info: Info, first: int, after: str | None = None, turn_number: int | None = None
-    ) -> Annotated[HistoryEventConnection, strawberry.lazy("resolvers.types_history")]:
-        from resolvers.types_history import session_history
-
-        return await session_history(
-            info, session_id=self.row.id, first=first, after=after, turn_number=turn_number
+    ) -> Connection[Annotated[HistoryEventType, strawberry.lazy(_HISTORY)]]:
+        db = info.context.db
+        page = await history_reads.list_session_history(
+            db,
+            session_id=self.row.id,
+            first=first,
+            after=after,
+            turn_number=turn_number,
+            maximum=info.context.settings.max_page_size,
         )
-
-
-from resolvers.types_turns import (  # noqa: E402
-    ExecutionType,
-    MemoryRecordType,
-    MemoryVersionType,
-    TurnType,
-)
-
-__all__ = [
-    "AgentType",
-    "AgentVersionType",
-    "Annotated",
-    "Connection",
-    "ExecutionType",
-    "MemoryRecordType",
-    "MemoryVersionType",
-    "SessionType",
-    "TurnType",
-]
+        details = await history_reads.event_details(db, [e for _, e in page.items])
+        return Connection.of(page, lambda e: _history_event(row=e, details=details[e.id]))

@@ -1,0 +1,157 @@
+"""Grant decisions (R70, R71): which resource of which agent a row is, and whether
+the caller may read (or delete) it, decided once per operation with
+:mod:`server.domain.grants`. Decisions are per agent and resource, so a list holds
+either every record a per-record check allows or none: no partial pages, no counts."""
+
+from __future__ import annotations
+
+import uuid
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import select
+from sqlmodel import col
+
+from resolvers.context import Context
+from server import models
+from server.domain.grants import (
+    AGENT_SELF,
+    Decision,
+    agent_requirements,
+    memory_delete_requirements,
+    memory_read_requirements,
+    session_requirements,
+)
+from server.errors import ForbiddenError, UnauthenticatedError
+from server.services.chain import Caller
+
+
+class Resource(Enum):
+    AGENT = "agent"
+    SESSION = "session"
+    MEMORY = "memory"
+    MEMORY_DELETE = "memory-delete"
+
+
+_ADMIN_ROWS = (
+    models.Principal,
+    models.Policy,
+    models.Grant,
+    models.PolicyBinding,
+    models.IdempotencyKey,
+    models.MemoryDeletion,
+)
+_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.MemoryReview)
+
+
+def caller_of(context: Any) -> Caller:
+    identity = getattr(context, "identity", None)
+    if identity is None:
+        raise UnauthenticatedError("send a token: Authorization: Bearer <token>")
+    assert isinstance(identity, Caller)
+    return identity
+
+
+def _requirements(resource: Resource, namespace: str) -> Any:
+    return {
+        Resource.AGENT: agent_requirements,
+        Resource.SESSION: session_requirements,
+        Resource.MEMORY: memory_read_requirements,
+        Resource.MEMORY_DELETE: memory_delete_requirements,
+    }[resource](namespace)
+
+
+async def read_columns(context: Context, stmt: Any) -> Any:
+    """One small read of columns on the operation's session (which takes the gate's
+    calls and the resolvers' in turn, server/session.py); no row enters its identity
+    map, so the services' own locked reads still see fresh rows."""
+    return (await context.db.execute(stmt)).first()
+
+
+async def namespace_of(context: Context, agent_id: uuid.UUID) -> str | None:
+    key = ("namespace", agent_id)
+    if key not in context.decisions:
+        row = await read_columns(
+            context, select(col(models.Agent.namespace)).where(col(models.Agent.id) == agent_id)
+        )
+        context.decisions[key] = row[0] if row is not None else None
+    namespace: str | None = context.decisions[key]
+    return namespace
+
+
+def cached_decision(context: Context, resource: Resource, agent_id: uuid.UUID) -> Decision | None:
+    found: Decision | None = context.decisions.get((resource, agent_id))
+    return found
+
+
+async def decide(
+    context: Context, resource: Resource, agent_id: uuid.UUID, namespace: str | None = None
+) -> Decision:
+    """Whether the caller may read (or, for MEMORY_DELETE, delete) this agent's resource."""
+    cached = cached_decision(context, resource, agent_id)
+    if cached is not None:
+        return cached
+    caller = caller_of(context)
+    runtime = caller.runtime
+    if (
+        runtime is not None
+        and not caller.via_tool
+        and (runtime.every_agent or runtime.agent_id == agent_id)
+    ):
+        decision = AGENT_SELF  # decided without the namespace: no lookup
+    elif resource is Resource.AGENT and caller.admin:
+        decision = Decision(True, None, "admins read agents")
+    elif (ns := namespace or await namespace_of(context, agent_id)) is None:
+        decision = Decision(False, None, f"no agent {agent_id}")
+    else:
+        decision = caller.decide(
+            agent_id=agent_id, namespace=ns, requirements=_requirements(resource, ns)
+        )
+    context.decisions[(resource, agent_id)] = decision
+    return decision
+
+
+async def require(
+    context: Context, resource: Resource, agent_id: uuid.UUID, namespace: str | None = None
+) -> None:
+    decision = await decide(context, resource, agent_id, namespace)
+    if not decision.allowed:
+        raise ForbiddenError(f"not allowed: {decision.reason}")
+
+
+def resource_of(row: Any) -> tuple[Resource, uuid.UUID] | None:
+    """Which resource of which agent a row belongs to; ``None`` for admin-only rows."""
+    if isinstance(row, models.Agent):
+        return Resource.AGENT, row.id
+    if isinstance(row, models.AgentVersion):
+        return Resource.AGENT, row.agent_id
+    if isinstance(row, _MEMORY_ROWS):
+        return Resource.MEMORY, row.agent_id
+    if isinstance(row, models.OutputUse):  # memory retrieved is memory; history, the session's
+        memory = row.memory_version_id is not None
+        return (Resource.MEMORY if memory else Resource.SESSION), row.agent_id
+    agent_id = getattr(row, "agent_id", None)
+    if isinstance(agent_id, uuid.UUID) and not isinstance(row, _ADMIN_ROWS):
+        return Resource.SESSION, agent_id
+    return None
+
+
+async def readable_namespaces(context: Context, names: list[str]) -> list[str]:
+    """Of ``names``, the namespaces the caller can read something in: all for an admin;
+    for a runtime token, the namespaces of the agents it acts for; for anyone, those where
+    its grants allow reading agents, sessions or memory."""
+    caller = caller_of(context)
+    if caller.admin:
+        return names
+    runtime = caller.runtime if not caller.via_tool else None
+    own: str | None = None
+    if runtime is not None and runtime.agent_id is not None:
+        own = await namespace_of(context, runtime.agent_id)
+    readable = []
+    for ns in names:
+        if (runtime is not None and (runtime.every_agent or ns in (runtime.namespace, own))) or any(
+            caller.chain.explain_all(requirements(ns)).allowed
+            for requirements in (agent_requirements, session_requirements, memory_read_requirements)
+        ):
+            readable.append(ns)
+    return readable

@@ -1,0 +1,68 @@
+"""The idempotent-mutation pattern, once: a runtime mutation runs its service call at
+most once per caller, operation and ``idempotencyKey`` (``Context.once``, in one
+transaction); a replay answers the stored result, a JSON object of ids to reload."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from enum import Enum
+from typing import Any, TypeVar
+
+from resolvers.context import Info
+
+R = TypeVar("R")
+
+
+def request_of(input: Any) -> dict[str, Any]:
+    """The input as plain JSON but its idempotencyKey: what a replay must repeat."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Enum):
+            return value.value
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if hasattr(value, "__dict__") and not isinstance(value, type):
+            return {k: plain(v) for k, v in vars(value).items()}
+        return value
+
+    out = plain(input)
+    out.pop("idempotency_key", None)
+    return dict(out)
+
+
+async def once(
+    info: Info,
+    operation: str,
+    input: Any,
+    run: Callable[[], Awaitable[dict[str, Any]]],
+    *,
+    request: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``run`` at most once for ``input.idempotency_key``; ``request`` (default: the
+    input's fields) is what a replay must repeat."""
+    return await info.context.once(
+        operation,
+        key=input.idempotency_key,
+        request=(lambda: request_of(input)) if request is None else request,
+        run=run,
+    )
+
+
+async def once_made(
+    info: Info,
+    operation: str,
+    input: Any,
+    run: Callable[[], Awaitable[tuple[R, dict[str, Any]]]],
+) -> tuple[dict[str, Any], R | None]:
+    """:func:`once` for a call whose rows the resolver shows as they are: ``run`` gives
+    them with the result; they come back too, or ``None`` when the key replayed (the
+    resolver reloads by the result's ids)."""
+    made: list[R] = []
+
+    async def call() -> dict[str, Any]:
+        rows, result = await run()
+        made.append(rows)
+        return result
+
+    result = await once(info, operation, input, call)
+    return result, made[0] if made else None

@@ -1,0 +1,122 @@
+"""What every type module uses: fields that show a column or follow a key of the
+wrapped row, the shared enums, and Relay-style pages."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+import strawberry
+from strawberry.types.lazy_type import LazyType
+
+from resolvers.context import Info
+from server.services import reads
+
+N = TypeVar("N")
+
+
+def column(
+    attribute: str | None = None,
+    *,
+    description: str | None = None,
+    convert: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A field that shows a column of the wrapped row (``attribute``, or the field's own
+    Python name), as it is or through ``convert``; its GraphQL type is the field's
+    annotation."""
+
+    def resolve(root: Any, info: strawberry.Info) -> Any:
+        value = getattr(root.row, attribute or info.python_name)
+        return value if convert is None else convert(value)
+
+    return strawberry.field(resolver=resolve, description=description)
+
+
+def related(
+    loader: str,
+    attribute: str,
+    wrap: Callable[[Any], Any],
+    *,
+    description: str | None = None,
+) -> Any:
+    """A field that follows the row's ``attribute`` (a key) through the request's
+    dataloader ``loader`` and wraps the row found with ``wrap``; ``None`` where the key
+    is (the field's annotation says whether it may be)."""
+
+    async def resolve(root: Any, info: Info) -> Any:
+        key = getattr(root.row, attribute)
+        if key is None:
+            return None
+        row = await getattr(info.context.loaders, loader).load(key)
+        return None if row is None else wrap(row)
+
+    return strawberry.field(resolver=resolve, description=description)
+
+
+def later(module: str, name: str) -> Callable[..., Any]:
+    """The constructor of the type ``name`` of a later type module (one that imports
+    this caller's module), looked up when a resolver first builds one: by then every
+    module is loaded. Its annotation is ``Annotated["Name", strawberry.lazy(module)]``."""
+    lazy: LazyType[Any, Any] = LazyType(name, module)
+
+    def build(**fields: Any) -> Any:
+        return lazy.resolve_type()(**fields)
+
+    return build
+
+
+@strawberry.enum
+class Scope(Enum):
+    SESSION = "SESSION"
+    AGENT = "AGENT"
+
+
+@strawberry.enum
+class MemoryStatus(Enum):
+    ACTIVE = "ACTIVE"
+    SUPERSEDED = "SUPERSEDED"
+    DELETED = "DELETED"
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type
+class Edge(Generic[N]):
+    cursor: str
+    node: N
+
+
+@strawberry.type
+class Connection(Generic[N]):
+    """A Relay-style page; no total count is given, so a page reveals nothing it hides."""
+
+    edges: list[Edge[N]]
+    page_info: PageInfo
+
+    @classmethod
+    def of(cls, page: reads.Page[Any], wrap: Callable[[Any], N]) -> Connection[N]:
+        edges = [Edge(cursor=c, node=wrap(item)) for c, item in page.items]
+        return cls(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+    @classmethod
+    async def read(
+        cls,
+        info: Info,
+        read: Callable[..., Awaitable[reads.Page[Any]]],
+        wrap: Callable[[Any], N],
+        **arguments: Any,
+    ) -> Connection[N]:
+        """The page ``read`` (a ``reads.list_*`` function) gives on the request's session,
+        of at most the configured page size."""
+        page = await read(info.context.db, maximum=info.context.settings.max_page_size, **arguments)
+        return cls.of(page, wrap)

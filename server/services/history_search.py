@@ -57,8 +57,7 @@ from server.models import (
     HistoryPart,
 )
 from server.services.history_reads import EventDetails, event_details, events_by_id
-from server.services.memory import CallRef, record_tool
-from server.services.search import record_embed, record_retrieved
+from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turns import TurnScope
 from server.storage.history_gate import history_condition
 from server.storage.hybrid import (

@@ -12,7 +12,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeAlias
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,13 +22,12 @@ from server.domain.marking import LINE_BREAK
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
-from server.errors import BadInputError, ConflictError, DomainError, NotAllowedError, NotFoundError
-from server.models import Execution, Invocation, MemoryRecord, MemoryVersion
-from server.services.transcript import append_event, start_execution
-from server.services.turns import TurnScope, ensure_memory_enabled, open_scope, pinned_entries
+from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
+from server.models import Execution, MemoryRecord, MemoryVersion
+from server.services import tools
+from server.services.tools import CallRef, run_tool
+from server.services.turns import TurnScope, ensure_memory_enabled, pinned_entries
 from server.storage.gate import effective_status, record_condition
-
-T = TypeVar("T")
 
 MAX_SUMMARY = 500
 MAX_CONTENT = 20_000
@@ -56,109 +55,8 @@ class MemoryItem:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    execution: Execution
-    items: list[MemoryItem]
-
-
-@dataclass(frozen=True, slots=True)
-class CallRef:
-    """Where a tool call comes from: its turn, the calling execution, the model call."""
-
-    turn_id: uuid.UUID
-    caller_execution_id: uuid.UUID | None = None
-    invocation_id: uuid.UUID | None = None
-
-
-async def record_tool(
-    db: AsyncSession,
-    *,
-    ref: CallRef,
-    name: str,
-    input: dict[str, Any],
-    body: Callable[[TurnScope, Execution], Awaitable[T]],
-    output: Callable[[T], dict[str, Any]],
-) -> tuple[Execution, T]:
-    """Run a native tool as an execution of the calling execution (R25, R43, R63).
-
-    ``body`` runs in a savepoint; its result, through ``output``, is the execution's
-    output and the ``tool.result`` event's payload. A refusal (a :class:`DomainError`)
-    changes nothing of ``body``'s, is recorded as a failed execution with a
-    ``tool.error`` event, committed, and raised.
-    """
-    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
-    if ref.invocation_id is not None:
-        invocation = await db.get(Invocation, ref.invocation_id)
-        if invocation is None or invocation.execution_id != scope.caller.id:
-            raise NotFoundError(
-                f"no invocation {ref.invocation_id} in the calling execution", field="invocationId"
-            )
-    execution = await start_execution(
-        db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
-    )
-    try:
-        async with db.begin_nested():
-            value = await body(scope, execution)
-    except DomainError as exc:
-        execution.status = "failed"
-        execution.error = exc.message
-        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
-        await append_event(
-            db,
-            turn=scope.turn,
-            type="tool.error",
-            execution_id=execution.id,
-            tool_name=name,
-            payload={"error": exc.message, "code": exc.code},
-        )
-        await db.commit()
-        raise
-    result = output(value)
-    await append_event(
-        db,
-        turn=scope.turn,
-        type="tool.result",
-        execution_id=execution.id,
-        tool_name=name,
-        payload=result,
-    )
-    # ended by the DB clock, and read back in the same statement
-    ended = await db.scalar(
-        update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(status="succeeded", output=result, ended_at=func.clock_timestamp())
-        .returning(Execution)
-        .execution_options(populate_existing=True, synchronize_session=False)
-    )
-    assert ended is execution
-    return execution, value
-
-
-async def run_tool(
-    db: AsyncSession,
-    *,
-    ref: CallRef,
-    name: str,
-    input: dict[str, Any],
-    output_key: Literal["memories", "sources", "records"],
-    body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
-    more_output: Callable[[], dict[str, Any]] | None = None,
-) -> ToolResult:
-    """A memory tool (:func:`record_tool`): the output lists the items ``body`` returns
-    under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
-    a page's cursor."""
-
-    def output(items: list[MemoryItem]) -> dict[str, Any]:
-        return {
-            output_key: [item.to_json() for item in items],
-            **(more_output() if more_output is not None else {}),
-        }
-
-    execution, items = await record_tool(
-        db, ref=ref, name=name, input=input, body=body, output=output
-    )
-    return ToolResult(execution=execution, items=items)
+# the memory tools' result: the execution and the records its output names
+ToolResult: TypeAlias = tools.ToolResult[MemoryItem]
 
 
 def _require_tool(scope: TurnScope, name: str, *, writes: bool) -> None:

@@ -20,13 +20,13 @@ from server.embedding import Embedder
 from server.errors import BadInputError, DomainError
 from server.models import Execution, MemoryRecord, MemoryVersion
 from server.services.memory import (
-    CallRef,
     MemoryItem,
     NewRecord,
     check_new_record,
     delete_record,
     write_record,
 )
+from server.services.tools import CallRef
 from server.services.turns import TurnScope
 from server.storage.gate import effective_status, record_condition, version_in_force
 

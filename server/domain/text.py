@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from server.errors import BadInputError
+
 # A NUL, or half of a surrogate pair: what no ``text`` or ``jsonb`` value can hold.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -51,3 +53,17 @@ def first_unstorable(value: Any, path: str = "") -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend((f"{here}[{i}]", child) for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def check_text(
+    value: str, *, field: str, maximum: int, blank: bool = True, name: str | None = None
+) -> str:
+    """``value`` if it is 1 to ``maximum`` characters PostgreSQL can store (and, unless
+    ``blank``, not only whitespace); else BAD_INPUT naming ``field`` (said as ``name``)."""
+    said = name or field
+    if not 0 < len(value) <= maximum or not (blank or value.strip()):
+        rule = "" if blank else ", not blank"
+        raise BadInputError(f"{said} must be 1 to {maximum} characters{rule}", field=field)
+    if not storable(value):
+        raise BadInputError(f"{said} holds a NUL or half of a surrogate pair", field=field)
+    return value

@@ -13,6 +13,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
+from server.domain.text import check_text
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
@@ -145,8 +146,8 @@ async def create_session(
     agent = await get(db, Agent, agent_id)
     if agent.sessionless:
         raise NotAllowedError("this agent runs without sessions; begin turns on the agent")
-    if external_id is not None and not 0 < len(external_id) <= 200:
-        raise BadInputError("externalId must be 1 to 200 characters", field="externalId")
+    if external_id is not None:
+        check_text(external_id, field="externalId", maximum=200)
     session = Session(agent_id=agent_id, external_id=external_id)
     db.add(session)
     try:

@@ -16,7 +16,6 @@ from sqlmodel import col
 from server.domain import cursor
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.errors import BadInputError
 from server.models import HistoryEvent, HistoryPart, TranscriptEvent
 from server.services.reads import Page, check_first
 
@@ -105,11 +104,7 @@ async def list_session_history(
     if turn_number is not None:
         stmt = stmt.where(HistoryEvent.turn_number == turn_number)  # type: ignore[arg-type]
     if after:
-        turn, seq, ident = cursor.decode("history", after, arity=3)
-        try:
-            position = (int(turn), int(seq), uuid.UUID(ident))
-        except ValueError as exc:
-            raise BadInputError("after is not a cursor this list gave out", field="after") from exc
+        position = cursor.decode("history", after, int, int, uuid.UUID)
         key = (col(HistoryEvent.turn_number), col(HistoryEvent.sequence), col(HistoryEvent.id))
         stmt = stmt.where(tuple_(*key) < tuple_(*position))
     rows = (

@@ -49,6 +49,7 @@ from sqlmodel import col
 from server.domain import history as rules
 from server.domain.history import HistoryReader
 from server.domain.ranking import Mode
+from server.domain.text import check_text
 from server.embedding import Embedder
 from server.errors import BadInputError, NotAllowedError
 from server.models import (
@@ -160,8 +161,8 @@ def _check(query: str | None, ids: Sequence[uuid.UUID] | None, limit: int | None
         raise BadInputError(
             "pass a query to search, or ids to read events whole, not both", field="query"
         )
-    if query is not None and not (query.strip() and len(query) <= MAX_QUERY):
-        raise BadInputError(f"query must be 1 to {MAX_QUERY} characters", field="query")
+    if query is not None:
+        check_text(query, field="query", maximum=MAX_QUERY, blank=False)
     if ids is not None and not 1 <= len(ids) <= MAX_IDS:
         raise BadInputError(f"ids must hold 1 to {MAX_IDS} ids", field="ids")
     the_limit = DEFAULT_LIMIT if limit is None else limit

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from server.domain.marking import LINE_BREAK
+from server.domain.config import check_content, check_summary
 from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
@@ -29,9 +29,6 @@ from server.services.tools import CallRef, run_tool
 from server.services.turns import TurnScope, ensure_memory_enabled, pinned_entries
 from server.storage.gate import effective_status, record_condition
 
-MAX_SUMMARY = 500
-MAX_CONTENT = 20_000
-MAX_LABEL_VALUE = 200
 # what a status change's version keeps of the version it follows
 VERSION_TEXT = ("summary", "content", "kind", "labels", "embedding")
 
@@ -192,29 +189,6 @@ async def next_version_number(db: AsyncSession, record_id: uuid.UUID) -> int:
     return int(last or 0) + 1
 
 
-def _labels(scope: TurnScope, labels: object) -> dict[str, str]:
-    declared = scope.config.memory.labels
-    out: dict[str, str] = {}
-    if labels is not None and not isinstance(labels, dict):
-        raise BadInputError("labels must be an object of name: value", field="labels")
-    for name, value in (labels or {}).items():
-        if name not in declared:
-            raise NotAllowedError(
-                f"label {name!r} is not declared in harness.memory.labels "
-                f"(declared: {', '.join(sorted(declared)) or 'none'})",
-                field="labels",
-            )
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise BadInputError(f"label {name} must be a string or an integer", field="labels")
-        text = str(value)
-        if not 0 < len(text) <= MAX_LABEL_VALUE:
-            raise BadInputError(
-                f"label {name} must be 1 to {MAX_LABEL_VALUE} characters", field="labels"
-            )
-        out[name] = text
-    return out
-
-
 def _scope_for(scope: TurnScope, requested: str | None) -> str:
     """R20: session unless the agent asks for agent, which needs agent in scope.write."""
     writes = scope.config.memory.write_scopes
@@ -330,22 +304,14 @@ def check_new_record(
     scope: str | None,
 ) -> NewRecord:
     """A record's fields as add_memory takes them, or the refusal the agent reads (R24)."""
-    text = summary.strip()
-    if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
-        raise BadInputError(
-            f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
-            field="summary",
-        )
-    if content is not None and len(content) > MAX_CONTENT:
-        raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
-    the_kind = kind or ts.config.memory.kinds[0]
-    if the_kind not in ts.config.memory.kinds:
-        raise NotAllowedError(
-            f"kind {the_kind!r} is not declared (harness.memory.kinds: "
-            f"{', '.join(ts.config.memory.kinds)})",
-            field="kind",
-        )
-    return NewRecord(text, content, the_kind, _labels(ts, labels), _scope_for(ts, scope))
+    memory = ts.config.memory
+    return NewRecord(
+        check_summary(summary),
+        check_content(content),
+        memory.check_kind(kind or memory.kinds[0]),
+        memory.check_labels(labels),
+        _scope_for(ts, scope),
+    )
 
 
 async def write_record(
@@ -461,13 +427,12 @@ async def add_memory(
 
     # The vector is needed whenever the call succeeds: its forward pass runs while the
     # turn is locked and the execution written, not after.
-    text = summary.strip()
-    valid = 0 < len(text) <= MAX_SUMMARY and not LINE_BREAK.search(text)
-    embedding = asyncio.ensure_future(
-        embedder.embed_one(f"{text}\n{content}" if content else text)
-        if valid and (content is None or len(content) <= MAX_CONTENT)
-        else _refused()  # the body refuses such input before it needs a vector
-    )
+    try:
+        text = check_summary(summary)
+        forward = embedder.embed_one(f"{text}\n{content}" if check_content(content) else text)
+    except BadInputError:
+        forward = _refused()  # the body refuses such input before it needs a vector
+    embedding = asyncio.ensure_future(forward)
     try:
         return await run_tool(
             db, ref=ref, name="add_memory", input=args, output_key="memories", body=body

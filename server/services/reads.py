@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain import cursor
 from server.domain.visibility import Purpose, Reader
@@ -21,7 +22,6 @@ from server.models import Agent, MemoryRecord, MemoryVersion, Session, Turn
 from server.storage.gate import effective_status, record_condition
 
 T = TypeVar("T")
-_MAX_SEQ = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +73,8 @@ async def list_records(
         if filter.labels:
             stmt = stmt.where(MemoryVersion.labels.contains(dict(filter.labels)))  # type: ignore[attr-defined]
     if after is not None:
-        (seq,) = cursor.decode("record", after, arity=1)
-        stmt = stmt.where(MemoryRecord.seq < _position(seq))  # type: ignore[arg-type,operator]
+        (seq,) = cursor.decode("record", after, cursor.seq)
+        stmt = stmt.where(col(MemoryRecord.seq) < seq)
     rows = (await db.scalars(stmt.order_by(MemoryRecord.seq.desc()).limit(first + 1))).all()  # type: ignore[union-attr]
     return Page(
         items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
@@ -82,21 +82,10 @@ async def list_records(
     )
 
 
-def _position(seq: str) -> int:
-    """A record cursor's position: a positive bigint, as ``memory_records.seq`` is."""
-    if not (seq.isascii() and seq.isdigit() and len(seq) <= 19 and 0 < int(seq) <= _MAX_SEQ):
-        raise BadInputError("after is not a cursor this list gave out", field="after")
-    return int(seq)
-
-
 def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
     if after is None:
         return None
-    at, ident = cursor.decode(kind, after, arity=2)
-    try:
-        when, key = datetime.fromisoformat(at), uuid.UUID(ident)
-    except ValueError as exc:
-        raise BadInputError("after is not a cursor this list gave out", field="after") from exc
+    when, key = cursor.decode(kind, after, datetime.fromisoformat, uuid.UUID)
     return or_(model.created_at < when, and_(model.created_at == when, model.id < key))
 
 

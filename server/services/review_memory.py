@@ -43,15 +43,12 @@ class Candidate:
         summary = raw.get("summary")
         if not isinstance(summary, str):
             raise BadInputError("a candidate needs a summary", field="summary")
-        labels = raw.get("labels")
-        if labels is not None and not isinstance(labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
         fields = check_new_record(
             scope,
             summary=summary,
             content=raw.get("content"),
             kind=raw.get("kind"),
-            labels=labels,
+            labels=raw.get("labels"),
             scope=raw.get("scope"),
         )
         return cls(index, fields)

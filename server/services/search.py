@@ -68,6 +68,7 @@ from sqlmodel import col
 from server.domain import cursor
 from server.domain.marking import one_line, unmarked
 from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
+from server.domain.text import check_text
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError
@@ -367,18 +368,12 @@ async def listed(
         .where(_where(reader, filters))
     )
     if after is not None:
-        stmt = stmt.where(col(MemoryRecord.seq) < _position(after))
+        (seq,) = cursor.decode("memory", after, cursor.seq)
+        stmt = stmt.where(col(MemoryRecord.seq) < seq)
     rows = (await db.execute(stmt.order_by(col(MemoryRecord.seq).desc()).limit(limit + 1))).all()
     items = [Found(record=r, version=v) for r, v in rows[:limit]]
     more = len(rows) > limit
     return items, cursor.encode("memory", items[-1].record.seq) if more else None
-
-
-def _position(after: str) -> int:
-    (seq,) = cursor.decode("memory", after, arity=1)
-    if not seq.isdigit():
-        raise BadInputError("after is not a cursor this search gave out", field="after")
-    return int(seq)
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -391,28 +386,13 @@ def _filters(
     ids: Sequence[uuid.UUID] | None,
 ) -> Filters:
     memory = scope.config.memory
-    if kind is not None and kind not in memory.kinds:
-        raise BadInputError(
-            f"kind {kind!r} is not declared (harness.memory.kinds: {', '.join(memory.kinds)})",
-            field="kind",
-        )
-    pairs: list[tuple[str, str]] = []
-    for name, value in (labels or {}).items():
-        if name not in memory.labels:
-            raise BadInputError(
-                f"label {name!r} is not declared in harness.memory.labels "
-                f"(declared: {', '.join(sorted(memory.labels)) or 'none'})",
-                field="labels",
-            )
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise BadInputError(f"label {name} must be a string or an integer", field="labels")
-        pairs.append((name, str(value)))
+    the_kind = None if kind is None else memory.check_kind(kind)
+    pairs = tuple(sorted(memory.check_labels(labels).items()))
     if ids is not None and not 1 <= len(ids) <= MAX_IDS:
         raise BadInputError(f"ids must hold 1 to {MAX_IDS} ids", field="ids")
     return Filters(
-        kind=kind, labels=tuple(sorted(pairs)),
-        ids=None if ids is None else tuple(dict.fromkeys(ids)),
-    )  # fmt: skip
+        kind=the_kind, labels=pairs, ids=None if ids is None else tuple(dict.fromkeys(ids))
+    )
 
 
 def _limit(scope: TurnScope, limit: int | None) -> int:
@@ -420,12 +400,6 @@ def _limit(scope: TurnScope, limit: int | None) -> int:
     if not 1 <= the_limit <= MAX_LIMIT:
         raise BadInputError(f"limit must be from 1 to {MAX_LIMIT}", field="limit")
     return the_limit
-
-
-def _text(value: str, field: str, maximum: int) -> str:
-    if not value.strip() or len(value) > maximum:
-        raise BadInputError(f"{field} must be 1 to {maximum} characters, not blank", field=field)
-    return value
 
 
 # -- search_memory -----------------------------------------------------------------------
@@ -461,7 +435,7 @@ async def search_memory(
                     field="after",
                 )
             search = scope.config.memory.search
-            text = _text(query, "query", MAX_QUERY)
+            text = check_text(query, field="query", maximum=MAX_QUERY, blank=False)
             vector = None
             if search.mode != "lexical":
                 vector, tokens = await embedder.embed_one(text)
@@ -533,7 +507,7 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     """Recall for the caller's next model call (R42-R44); see the module docstring."""
     scope = await open_call(db, ref)
     ensure_memory_enabled(scope)
-    text = _text(query, "query", MAX_WORK)
+    text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
     search = scope.config.memory.search
     # One recall at a time per conversation, so the repeat check sees every earlier one.
     await db.get(

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import SearchConfig
+from server.domain.text import check_text
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, NotFoundError
@@ -50,10 +51,7 @@ async def search_agent_memory(
     labels: Sequence[tuple[str, str]] = (),
 ) -> list[Found]:
     """The agent's records best matching ``query``, best first; nothing is written."""
-    if not query.strip() or len(query) > MAX_QUERY or "\x00" in query:
-        raise BadInputError(
-            f"query must be 1 to {MAX_QUERY} characters, not blank, without NUL", field="query"
-        )
+    check_text(query, field="query", maximum=MAX_QUERY, blank=False)
     the_limit = DEFAULT_LIMIT if limit is None else limit
     if not 1 <= the_limit <= MAX_LIMIT:
         raise BadInputError(f"limit must be from 1 to {MAX_LIMIT}", field="limit")

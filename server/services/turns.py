@@ -22,6 +22,7 @@ from sqlmodel import col
 from server.domain.config import HarnessConfig
 from server.domain.history import SEARCH_FIRST, HistoryReader
 from server.domain.pinned import newest_that_fit, omitted_note, pinned_line
+from server.domain.text import check_text
 from server.domain.visibility import Purpose, Reader
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import (
@@ -366,8 +367,7 @@ async def start_helper(
     """Record a helper (subagent) or a program run by a programmatic tool caller (R23)."""
     if kind not in ("helper", "program"):
         raise BadInputError("kind must be helper or program", field="kind")
-    if not 0 < len(name.strip()) <= 200:
-        raise BadInputError("name must be 1 to 200 characters", field="name")
+    check_text(name, field="name", maximum=200, blank=False)
     scope = await open_scope(db, turn_id=turn_id, caller_execution_id=parent_execution_id)
     return await start_execution(
         db, turn=scope.turn, kind=kind, name=name, parent_id=scope.caller.id
@@ -510,8 +510,7 @@ async def record_invocation(
     await open_turn(db, turn_id=execution.turn_id)
     if input_tokens < 0 or output_tokens < 0:
         raise BadInputError("token counts cannot be negative", field="inputTokens")
-    if not 0 < len(model) <= 200:
-        raise BadInputError("model must be 1 to 200 characters", field="model")
+    check_text(model, field="model", maximum=200)
     invocation = Invocation(
         agent_id=execution.agent_id,
         execution_id=execution.id,

@@ -11,22 +11,22 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import check_content, check_summary
-from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
-from server.domain.visibility import Purpose, Reader
+from server.domain.visibility import Purpose, version_in_force
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import Execution, MemoryRecord, MemoryVersion
 from server.services import tools
+from server.services.pins import check_pin_budget
 from server.services.tools import CallRef, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled, pinned_entries
+from server.services.turns import TurnScope, ensure_memory_enabled
 from server.storage.gate import effective_status, record_condition
 
 # what a status change's version keeps of the version it follows
@@ -90,12 +90,7 @@ async def _target(
             )
         raise NotFoundError(f"no memory record {record_id} that this agent can reach")
     record, status = row
-    version_id = (
-        record.prior_version_id
-        if record.pending_turn_id not in (None, scope.turn.id)
-        else record.current_version_id
-    )
-    version = await db.get(MemoryVersion, version_id)
+    version = await db.get(MemoryVersion, version_in_force(scope.reader, record))
     assert version is not None
     return record, version, status
 
@@ -207,77 +202,6 @@ def _scope_for(scope: TurnScope, requested: str | None) -> str:
     return choice.upper()
 
 
-async def _check_pin_budget(
-    db: AsyncSession,
-    scope: TurnScope,
-    summary: str,
-    record_id: uuid.UUID,
-    dropping: uuid.UUID | None,
-) -> None:
-    """R31 under concurrency: the pinned list of every reader of this turn's session who
-    will see the new pin must fit. A preview turn's pin is seen by preview turns; a live
-    turn's by live turns and by preview turns too, which also list the preview pins (R13):
-    both lists are checked. The pins other open turns have staged count as if they commit
-    (each holds its share of the budget until its turn ends). Checks of one agent take
-    turns (an advisory lock held to the end of this transaction), so two turns pinning at
-    once cannot both take the last room."""
-    max_tokens = scope.config.memory.pinned_max_tokens
-    if max_tokens is None:
-        raise NotAllowedError(
-            "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
-        )
-    await db.execute(select(func.pg_advisory_xact_lock(_pin_lock_key(scope.turn.agent_id))))
-    readers = [scope.reader]
-    if not scope.reader.preview:
-        readers.append(replace(scope.reader, preview=True))
-    new_line = pinned_line(summary, record_id)
-    for reader in readers:
-        lines = [e.line for e in await pinned_entries(db, reader=reader) if e.record_id != dropping]
-        lines.extend(await _reserved_pins(db, reader))
-        needed = estimate_tokens([*lines, new_line])
-        if needed > max_tokens:
-            raise NotAllowedError(
-                over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
-            )
-
-
-def _pin_lock_key(agent_id: uuid.UUID) -> int:
-    """The agent's advisory lock key for pin checks (a signed 64-bit number)."""
-    return int.from_bytes(agent_id.bytes[:8], "big", signed=True)
-
-
-async def _reserved_pins(db: AsyncSession, reader: Reader) -> list[str]:
-    """Lines of the pinned records other open turns have written and not yet committed
-    that the reader (of the checking turn's session) would list once they commit: same
-    agent, a scope the reader reads (its own session's, for session scope), preview ones
-    only for a preview reader. A pin another turn is replacing still counts: the
-    reservation errs on the full side."""
-    r = MemoryRecord
-    readable: list[ColumnElement[bool]] = []
-    if "agent" in reader.read_scopes:
-        readable.append(col(r.scope) == "AGENT")
-    if "session" in reader.read_scopes and reader.session_id is not None:
-        readable.append(and_(col(r.scope) == "SESSION", col(r.session_id) == reader.session_id))
-    if not readable:
-        return []
-    conds = [
-        col(r.agent_id) == reader.agent_id,
-        col(r.committed).is_(False),
-        col(r.pinned).is_(True),
-        col(r.turn_id) != reader.turn_id,
-        or_(*readable),
-    ]
-    if not reader.preview:
-        conds.append(col(r.preview).is_(False))
-    rows = await db.execute(
-        select(col(r.id), col(MemoryVersion.summary))
-        .join(MemoryVersion, col(MemoryVersion.id) == col(r.current_version_id))
-        .where(*conds)
-        .order_by(col(r.seq))
-    )
-    return [pinned_line(summary, record_id) for record_id, summary in rows.all()]
-
-
 @dataclass(frozen=True, slots=True)
 class NewRecord:
     """A new record's fields, checked against the agent's configuration (R3, R4, R20)."""
@@ -338,8 +262,13 @@ async def write_record(
             )
     record_id = uuid.uuid4()
     if pinned:
-        await _check_pin_budget(
-            db, ts, fields.summary, record_id, old[0].id if old and old[0].pinned else None
+        await check_pin_budget(
+            db,
+            reader=ts.reader,
+            max_tokens=ts.config.memory.pinned_max_tokens,
+            summary=fields.summary,
+            record_id=record_id,
+            dropping=old[0].id if old and old[0].pinned else None,
         )
     embedded = await vector()
     record = MemoryRecord(

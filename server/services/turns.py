@@ -21,9 +21,8 @@ from sqlmodel import col
 
 from server.domain.config import HarnessConfig
 from server.domain.history import SEARCH_FIRST, HistoryReader
-from server.domain.pinned import newest_that_fit, omitted_note, pinned_line
 from server.domain.text import check_text
-from server.domain.visibility import Purpose, Reader
+from server.domain.visibility import Reader
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import (
     Agent,
@@ -42,17 +41,9 @@ from server.services.agents import (
     session_to_begin,
 )
 from server.services.lookup import get
+from server.services.pins import PinnedEntry, pinned_list
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
-from server.storage.gate import record_condition, version_in_force
 from server.storage.history_gate import history_condition
-
-
-@dataclass(frozen=True, slots=True)
-class PinnedEntry:
-    record_id: uuid.UUID
-    version_id: uuid.UUID
-    summary: str
-    line: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,25 +144,23 @@ async def begin_turn(
     config = config_of(version, agent)
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
     max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
-    pinned = [] if max_tokens is None else await pinned_entries(db, reader=reader_for(turn, config))
-    notes: list[str] = []
-    payload: dict[str, Any] = {}
-    if max_tokens is not None:  # R31: never list more than the budget (server/domain/pinned.py)
-        shown = newest_that_fit([p.line for p in pinned], max_tokens)
-        omitted, pinned = pinned[: len(pinned) - shown], pinned[len(pinned) - shown :]
-        if omitted:
-            notes.append(omitted_note(omitted=len(omitted), max_tokens=max_tokens))
-            payload["omitted"] = _versions(omitted)
+    pins = await pinned_list(db, reader=reader_for(turn, config), max_tokens=max_tokens)
+    notes = [pins.note] if pins.note else []
+    payload: dict[str, Any] = {"omitted": _versions(pins.omitted)} if pins.omitted else {}
     await append_event(
         db,
         turn=turn,
         type="memory.pinned",
         execution_id=execution.id,
-        payload={"lines": [p.line for p in pinned], "versions": _versions(pinned), **payload},
+        payload={
+            "lines": [p.line for p in pins.shown],
+            "versions": _versions(pins.shown),
+            **payload,
+        },
     )
     if await _has_history(db, turn, config):
         notes.append(SEARCH_FIRST)
-    return BegunTurn(turn=turn, execution=execution, pinned=pinned, notes=notes)
+    return BegunTurn(turn=turn, execution=execution, pinned=pins.shown, notes=notes)
 
 
 def _versions(entries: list[PinnedEntry]) -> list[dict[str, str]]:
@@ -249,26 +238,6 @@ def _next_in(place: Any) -> Any:
 _NEXT_IN_SESSION = _next_in(col(Turn.session_id))
 _NEXT_OF_AGENT = _next_in(col(Turn.agent_id))
 _NUMBERED = insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
-
-
-async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
-    """The pinned records the reader can see, oldest pin first, each with the version in
-    force for this reader: another open turn's staged change is not yet seen (R12, R30)."""
-    rows = (
-        await db.execute(
-            select(col(MemoryRecord.id), col(MemoryVersion.id), col(MemoryVersion.summary))
-            .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
-            .where(
-                col(MemoryRecord.pinned).is_(True),
-                record_condition(reader, purpose=Purpose.SEARCH),
-            )
-            .order_by(col(MemoryRecord.seq))
-        )
-    ).all()
-    return [
-        PinnedEntry(record_id=rid, version_id=vid, summary=s, line=pinned_line(s, rid))
-        for rid, vid, s in rows
-    ]
 
 
 async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = False) -> Turn:

@@ -61,9 +61,16 @@ def _exists(reader: Reader, r: Any) -> ColumnElement[bool]:
 
 def _base(reader: Reader, r: Any) -> ColumnElement[bool]:
     """``base_visible``: R10, R11, R12 and the live half of R13."""
-    conds: list[ColumnElement[bool]] = [_exists(reader, r)]
     if reader.api:
-        return conds[0]
+        return _exists(reader, r)
+    return and_(_exists(reader, r), in_reach(reader, r))
+
+
+def in_reach(reader: Reader, r: Any = MemoryRecord) -> ColumnElement[bool]:
+    """R11 and the live half of R13 for a turn's reader: a scope it reads (its own
+    session's, for session scope), and preview rows only for a preview reader. With
+    ``agent_id`` and ``committed`` left aside, the rows it would see once written."""
+    conds: list[ColumnElement[bool]] = []
     if not reader.preview:
         conds.append(r.preview.is_(False))
     scopes: list[ColumnElement[bool]] = []

@@ -36,10 +36,12 @@ import numpy as np
 import psycopg
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql
+from sqlmodel import col
 
 from bench import common
 from server.domain.ranking import DEFAULT_PRESET
 from server.domain.visibility import Reader
+from server.models import MemoryVersion
 from server.services import auth, search, turns
 from server.storage.hybrid import EXACT_BELOW, scan_settings
 
@@ -175,10 +177,10 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
     ours, floor = await common.timed_side_by_side(
         [service(t, v) for t, v in qs], [raw(t, v) for t, v in qs]
     )
-    probe = search.memory_source(reader).probe
-    assert probe is not None
+    # the probe of the search's source: the agent's versions decide exact or HNSW
+    versions = select(func.count()).where(col(MemoryVersion.agent_id) == reader.agent_id)
     async with db.session() as s:
-        small = await s.scalar(select(func.count()).select_from(probe.subquery()))
+        small = await s.scalar(versions)
     await conn.close()
     return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
 

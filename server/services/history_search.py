@@ -13,7 +13,7 @@ R64) in context (:func:`context_search`): the candidates of a hybrid search
 every part of their turns, each scored by its cosine and keyword weight, its
 predecessor's and its turn's (:mod:`server.domain.history`); each result is one
 part. The keyword candidates are found without the words too common in the
-session to tell its parts apart (:func:`keyword_text`,
+session to tell its parts apart (:func:`keywords_of`,
 :func:`server.domain.history.keyword_query`), and the keyword weight is the
 words' inverse document frequency, both counted on the parts the reader may see
 in one small statement before the search. With
@@ -212,13 +212,6 @@ async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) ->
         if nodes and stems not in weights:
             weights[stems] = (stems, rules.keyword_weight(int(n), parts))
     return Keywords(rules.keyword_query(query, counts, parts), tuple(weights.values()))
-
-
-async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -> str:
-    """The text the keyword search reads for ``query`` (R62): the query without its words
-    that too many of the parts ``reader`` may see contain. A query in web-search syntax
-    (phrases, ``OR``, ``-word``) is read as written."""
-    return (await keywords_of(db, reader=reader, query=query)).text
 
 
 # Parts have no vector index (migration 0006): a search ranks its session's parts

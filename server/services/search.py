@@ -199,22 +199,6 @@ def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
     )
 
 
-def memory_source(reader: Reader, filters: Filters = Filters()) -> SearchSource:
-    """The memory versions ``reader`` may find under ``filters``, as a searchable table.
-
-    The rows come from ``memory_versions`` alone: :func:`server.storage.gate.searchable_version`
-    decides on the version row what the gate and :func:`version_in_force` decide on the
-    record, so the vector and keyword candidates are filtered without a join.
-    """
-    where = _found_by(
-        reader,
-        filters.kind,
-        dict(filters.labels) if filters.labels else None,
-        filters.ids,
-    )
-    return _source(reader, where)
-
-
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """What decides the text of a ranking statement; the values are its parameters."""
@@ -294,7 +278,7 @@ def ranking_statement(
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The one statement that ranks ``reader``'s records for ``query`` (R41) and its
     parameters: the statement of :func:`server.storage.hybrid.build_search` over
-    :func:`memory_source`, kept per shape (who reads, which filters, the mode, ...).
+    :func:`_found_by`, kept per shape (who reads, which filters, the mode, ...).
     ``with_rows``: the same ranking joined to each hit's version and record, so that a
     search reads what it returns in the one statement."""
     text = query if mode != "vector" else None
@@ -550,7 +534,6 @@ __all__ = [
     "RecallResult",
     "SearchResult",
     "listed",
-    "memory_source",
     "ranked",
     "ranking_statement",
     "recall",

@@ -17,6 +17,7 @@ from resolvers.context import Info, call_ref
 from resolvers.types_turns import ExecutionType, MemoryRecordType, MemoryVersionType
 from server import models
 from server.errors import BadInputError
+from server.services import recall as memory_recall
 from server.services import search
 from server.services.lookup import get
 
@@ -186,7 +187,7 @@ class SearchMutation:
     )
     async def recall(self, info: Info, input: RecallInput) -> RecallPayload:
         async def run() -> dict[str, Any]:
-            found = await search.recall(
+            found = await memory_recall.recall(
                 db, info.context.embedder, ref=call_ref(input), query=input.query
             )
             return {
@@ -201,7 +202,7 @@ class SearchMutation:
             "recall", key=input.idempotency_key, request=_request(input), run=run
         )
         return RecallPayload(
-            kind=search.RECALL_KIND, notice=search.RECALL_NOTICE, text=result["text"],
+            kind=memory_recall.RECALL_KIND, notice=memory_recall.RECALL_NOTICE, text=result["text"],
             results=await _results(info, result["hits"]),
             recorded=result["execution"] is not None,
             execution=await _execution(info, result["execution"]),

@@ -267,8 +267,17 @@ def _keeping() -> Any:
             .render_derived(name=name, with_types=True)
         )
 
-    event_columns = ["id", "transcript_event_id", "execution_id", "sequence", "role",
-                     "tool_name", "tool_call_id", "is_error", "text"]  # fmt: skip
+    event_columns = [
+        "id",
+        "transcript_event_id",
+        "execution_id",
+        "sequence",
+        "role",
+        "tool_name",
+        "tool_call_id",
+        "is_error",
+        "text",
+    ]
     event = rows("events", event_table, event_columns)
     kept_events = (
         insert(event_table)

@@ -248,9 +248,13 @@ def context_search(
     lexical, created_at)``, best first, the first ``limit``."""
     source = _source(reader)
     seeds = candidate_keys(
-        source=source, text=keywords.text, vector=vector, min_score=min_score,
-        pool=rules.PRESET.pool_size(limit), exact=EXACT,
-    )  # fmt: skip
+        source=source,
+        text=keywords.text,
+        vector=vector,
+        min_score=min_score,
+        pool=rules.PRESET.pool_size(limit),
+        exact=EXACT,
+    )
     now = now if now is not None else datetime.now(UTC)
     f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
     q = bindparam("q", list(vector), type_=HistoryPart.embedding.type)
@@ -261,14 +265,16 @@ def context_search(
         lexical = sum(
             (
                 case(
-                    (tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
-                     float_param(f"kwt{i}", weight)),
+                    (
+                        tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
+                        float_param(f"kwt{i}", weight),
+                    ),
                     else_=literal_column("0::float8"),
                 )
                 for i, (stems, weight) in enumerate(keywords.weights)
             ),
             start=literal_column("0::float8"),
-        )  # fmt: skip
+        )
     else:
         query = tsquery(keywords.text)
         lexical = case(

@@ -192,16 +192,27 @@ def ranking_statement(
     if mode != "lexical" and vector is None:
         raise ValueError(f"{mode} search needs a vector")
     shape = _Shape(
-        api=reader.api, preview=reader.preview, read_scopes=frozenset(reader.read_scopes),
-        session=reader.session_id is not None, turn=reader.turn_id is not None,
-        kind=filters.kind is not None, labels=bool(filters.labels), ids=filters.ids is not None,
-        mode=mode, web=text is not None and uses_web_syntax(text), vector=vector is not None,
-        limit=limit, preset=preset,
-    )  # fmt: skip
+        api=reader.api,
+        preview=reader.preview,
+        read_scopes=frozenset(reader.read_scopes),
+        session=reader.session_id is not None,
+        turn=reader.turn_id is not None,
+        kind=filters.kind is not None,
+        labels=bool(filters.labels),
+        ids=filters.ids is not None,
+        mode=mode,
+        web=text is not None and uses_web_syntax(text),
+        vector=vector is not None,
+        limit=limit,
+        preset=preset,
+    )
     params = search_parameters(
-        text=text, vector=vector, min_score=min_score, limit=limit,
+        text=text,
+        vector=vector,
+        min_score=min_score,
+        limit=limit,
         now=now if now is not None else datetime.now(UTC),
-    )  # fmt: skip
+    )
     params["reader_agent"] = reader.agent_id
     if reader.session_id is not None:
         params["reader_session"] = reader.session_id
@@ -232,13 +243,24 @@ async def ranked(
     if limit == 0:
         return []
     stmt, params = ranking_statement(
-        reader, query=query, vector=vector, mode=mode, min_score=min_score, limit=limit,
-        filters=filters, preset=preset, with_rows=True,
-    )  # fmt: skip
+        reader,
+        query=query,
+        vector=vector,
+        mode=mode,
+        min_score=min_score,
+        limit=limit,
+        filters=filters,
+        preset=preset,
+        with_rows=True,
+    )
     rows = await scanned_rows(db, stmt, params, mode=cast(Mode, mode), limit=limit, preset=preset)
     return [
-        Found(record=r[1], version=r[0], score=float(r[2]),
-              cosine=None if r[3] is None else float(r[3]),
-              lexical=None if r[4] is None else float(r[4]))
+        Found(
+            record=r[1],
+            version=r[0],
+            score=float(r[2]),
+            cosine=None if r[3] is None else float(r[3]),
+            lexical=None if r[4] is None else float(r[4]),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]

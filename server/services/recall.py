@@ -119,14 +119,27 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     )
     vector, tokens = (None, 0) if search.mode == "lexical" else await embedder.embed_one(text)
     items = await ranked(
-        db, reader=scope.reader, query=text, vector=vector, mode=search.mode,
-        min_score=search.min_score, limit=search.max_results,
-    )  # fmt: skip
+        db,
+        reader=scope.reader,
+        query=text,
+        vector=vector,
+        mode=search.mode,
+        min_score=search.min_score,
+        limit=search.max_results,
+    )
     found = {item.version.id for item in items}
-    repeat = next(
-        (run for run, versions in await _earlier_recalls(db, scope.caller) if versions == found),
-        None,
-    ) if items else None  # fmt: skip
+    repeat = (
+        next(
+            (
+                run
+                for run, versions in await _earlier_recalls(db, scope.caller)
+                if versions == found
+            ),
+            None,
+        )
+        if items
+        else None
+    )
     if not items or repeat is not None:
         if vector is not None:
             await record_embed(db, scope, scope.caller, embedder, tokens)
@@ -139,8 +152,13 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
         return items
 
     result = await run_tool(
-        db, ref=ref, name=TOOL, input={"recall": True, "query": text}, output_key="records",
-        body=body, more_output=lambda: {"kind": RECALL_KIND, "notice": RECALL_NOTICE},
+        db,
+        ref=ref,
+        name=TOOL,
+        input={"recall": True, "query": text},
+        output_key="records",
+        body=body,
+        more_output=lambda: {"kind": RECALL_KIND, "notice": RECALL_NOTICE},
         scope=scope,
-    )  # fmt: skip
+    )
     return RecallResult(items=items, execution=result.execution)

@@ -99,9 +99,13 @@ async def search_memory(
 ) -> SearchResult:
     """Run the native ``search_memory`` tool (R40, R41, R43); a refusal is recorded failed."""
     args = {
-        "query": query, "kind": kind, "labels": labels,
-        "ids": None if ids is None else [str(i) for i in ids], "limit": limit, "after": after,
-    }  # fmt: skip
+        "query": query,
+        "kind": kind,
+        "labels": labels,
+        "ids": None if ids is None else [str(i) for i in ids],
+        "limit": limit,
+        "after": after,
+    }
     page: dict[str, str | None] = {"next": None}
 
     async def body(scope: TurnScope, execution: Execution) -> list[Found]:
@@ -121,9 +125,15 @@ async def search_memory(
                 vector, tokens = await embedder.embed_one(text)
                 await record_embed(db, scope, execution, embedder, tokens)
             items = await ranked(
-                db, reader=scope.reader, query=text, vector=vector, mode=search.mode,
-                min_score=search.min_score, limit=the_limit, filters=filters,
-            )  # fmt: skip
+                db,
+                reader=scope.reader,
+                query=text,
+                vector=vector,
+                mode=search.mode,
+                min_score=search.min_score,
+                limit=the_limit,
+                filters=filters,
+            )
         else:
             items, page["next"] = await listed(
                 db, reader=scope.reader, limit=the_limit, after=after, filters=filters
@@ -132,9 +142,14 @@ async def search_memory(
         return items
 
     result = await run_tool(
-        db, ref=ref, name=TOOL, input=args, output_key="records", body=body,
+        db,
+        ref=ref,
+        name=TOOL,
+        input=args,
+        output_key="records",
+        body=body,
         more_output=lambda: {"next": page["next"]} if query is None else {},
-    )  # fmt: skip
+    )
     return SearchResult(execution=result.execution, items=result.items, next_cursor=page["next"])
 
 

@@ -65,8 +65,17 @@ def _append() -> Any:
     return (
         insert(TranscriptEvent)
         .from_select(
-            ["id", "agent_id", "turn_id", "execution_id", "sequence", "type", "payload",
-             "tool_name", "tool_call_id"],
+            [
+                "id",
+                "agent_id",
+                "turn_id",
+                "execution_id",
+                "sequence",
+                "type",
+                "payload",
+                "tool_name",
+                "tool_call_id",
+            ],
             select(
                 func.gen_random_uuid(),
                 bindparam("agent", type_=table.c.agent_id.type),
@@ -80,7 +89,7 @@ def _append() -> Any:
             ).select_from(allocated.join(event, true())),
         )
         .execution_options(**AS_WRITTEN)
-    )  # fmt: skip
+    )
 
 
 APPEND = _append()

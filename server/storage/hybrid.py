@@ -411,9 +411,14 @@ def candidate_keys(
     candidates, or rows near them, in its own way; run it with :func:`run_search`)."""
     _check(mode="hybrid", text=text, vector=vector, min_score=min_score, limit=pool)
     v = _vector_cte(
-        source, vector=vector, text=None, min_score=min_score, pool=pool, exact=exact,
+        source,
+        vector=vector,
+        text=None,
+        min_score=min_score,
+        pool=pool,
+        exact=exact,
         exact_below=exact_below,
-    )  # fmt: skip
+    )
     lex = _lexical_cte(source, text=text, vector=None, pool=pool)
     return union(select(v.c.key), select(lex.c.key)).cte("seeds")
 
@@ -473,9 +478,17 @@ async def hybrid_search(
     """
     when = now if now is not None else datetime.now(UTC)
     stmt = build_search(
-        source=source, text=text, vector=vector, mode=mode, min_score=min_score,
-        limit=limit, preset=preset, now=when, exact=exact, exact_below=exact_below,
-    )  # fmt: skip
+        source=source,
+        text=text,
+        vector=vector,
+        mode=mode,
+        min_score=min_score,
+        limit=limit,
+        preset=preset,
+        now=when,
+        exact=exact,
+        exact_below=exact_below,
+    )
     if limit == 0:
         return []
     return await run_search(db, stmt, mode=mode, limit=limit, preset=preset, exact=exact)
@@ -545,8 +558,7 @@ async def run_search(
 ) -> list[Hit]:
     """Run a statement of :func:`build_search` (with ``params`` overriding its values by
     name) under the scan settings of :func:`scan_settings`; the hits, best first."""
-    rows = await scanned_rows(db, stmt, params, mode=mode, limit=limit, preset=preset,
-                              exact=exact)  # fmt: skip
+    rows = await scanned_rows(db, stmt, params, mode=mode, limit=limit, preset=preset, exact=exact)
     return [
         Hit(
             key=row.key,

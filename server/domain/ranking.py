@@ -135,8 +135,8 @@ DEFAULT_PRESET = FusionPreset(
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose candidate pools and recency it keeps (bench/locomo_history.py measured
-    them: LoCoMo recall@10 0.666 with rank fusion over the parts alone, 0.751 so)."""
+    preset whose candidate pools and recency it keeps (bench/locomo_history.py measures
+    them; docs/scaling.md, "Figures behind the code")."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest

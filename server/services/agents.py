@@ -17,6 +17,7 @@ from server.domain.text import check_text
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
+from server.storage.built import built_once
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 
@@ -81,14 +82,17 @@ async def publish_version(
     return version
 
 
-# built once (each turn and tool call runs one of these)
-_VERSION_AND_AGENT = (
-    select(Agent, AgentVersion)
-    .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-    .where(col(AgentVersion.id) == bindparam("version"))
-)
+# each turn and tool call runs one of these
+@built_once
+def _version_and_agent() -> Any:
+    return (
+        select(Agent, AgentVersion)
+        .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+        .where(col(AgentVersion.id) == bindparam("version"))
+    )
 
 
+@built_once
 def _session_to_begin() -> Any:
     newest = (
         select(AgentVersion)
@@ -107,12 +111,9 @@ def _session_to_begin() -> Any:
     )
 
 
-_SESSION_TO_BEGIN = _session_to_begin()
-
-
 async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
     """An agent version and its agent, in one statement (a turn names its version)."""
-    agent, version = (await db.execute(_VERSION_AND_AGENT, {"version": version_id})).one()
+    agent, version = (await db.execute(_version_and_agent(), {"version": version_id})).one()
     return version, agent
 
 
@@ -121,7 +122,7 @@ async def session_to_begin(
 ) -> tuple[Session, Agent, AgentVersion | None]:
     """A session, locked (its turns are numbered one at a time), with its agent and the
     agent's latest version (``None`` before the first is published), in one statement."""
-    row = (await db.execute(_SESSION_TO_BEGIN, {"session": session_id})).first()
+    row = (await db.execute(_session_to_begin(), {"session": session_id})).first()
     if row is None:
         raise NotFoundError(f"no session with id {session_id}")
     session, agent, version = row

@@ -217,8 +217,7 @@ async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) ->
 # Parts have no vector index (migration 0006): a search ranks its session's parts
 # exactly, and runs under the planner's own settings. Those that steer a search to an
 # HNSW index (server.storage.hybrid.scan_settings, enable_sort off among them) would
-# only make it avoid the sorts it needs: measured on one session of 19,320 parts, 250 ms
-# a search against 30.
+# only make it avoid the sorts it needs (docs/scaling.md, "Figures behind the code").
 EXACT = True
 
 

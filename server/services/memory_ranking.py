@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, literal, select
@@ -33,6 +32,7 @@ from server.domain.visibility import Reader
 from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory import MemoryItem
+from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import (
     SearchSource,
@@ -125,9 +125,9 @@ class _Shape:
     preset: FusionPreset
 
 
-@lru_cache(maxsize=512)
+@built_once
 def _statement(shape: _Shape) -> Select[Any]:
-    """The ranking statement of a shape, built once: building one costs milliseconds."""
+    """The ranking statement of a shape, its values left as parameters."""
     uid: Uuid[Any] = Uuid()
     reader = Reader(
         agent_id=cast(Any, bindparam("reader_agent", type_=uid)),
@@ -155,7 +155,7 @@ def _statement(shape: _Shape) -> Select[Any]:
     )
 
 
-@lru_cache(maxsize=512)
+@built_once
 def _with_rows(shape: _Shape) -> Select[Any]:
     """The ranking of a shape with each hit's version and record (no vectors: parsing
     them costs more than the query), best first."""

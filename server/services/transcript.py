@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.models import Execution, TranscriptEvent, Turn
+from server.storage.built import built_once
 
 AS_WRITTEN = {"dml_strategy": "orm"}
 """Execution options of an ORM INSERT or UPDATE built once and run with parameters:
@@ -130,9 +131,11 @@ async def start_execution(
     }
     if input is not None:  # left out, it is SQL NULL (given, None would be JSON null)
         values["input"] = input
-    execution: Execution | None = await db.scalar(_START, values)
+    execution: Execution | None = await db.scalar(_start(), values)
     assert execution is not None
     return execution
 
 
-_START = insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)
+@built_once
+def _start() -> Any:
+    return insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)

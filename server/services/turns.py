@@ -9,7 +9,6 @@ then the agent's alone (resolvers/permissions.py).
 
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +42,7 @@ from server.services.agents import (
 from server.services.lookup import get
 from server.services.pins import PinnedEntry, pinned_list
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
+from server.storage.built import built_once
 from server.storage.history_gate import history_condition
 
 
@@ -134,10 +134,10 @@ async def begin_turn(
     }
     if number is None:  # the next in its place, counted by the INSERT
         values["place"] = session.id if session else agent.id
-        stmt = _NEXT_IN_SESSION if session else _NEXT_OF_AGENT
+        stmt = _next_turn(in_session=session is not None)
     else:
         values["number"] = number
-        stmt = _NUMBERED
+        stmt = _numbered()
     turn: Turn | None = await db.scalar(stmt, values)  # no unit of work
     assert turn is not None
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
@@ -223,9 +223,11 @@ async def _number(
     raise AssertionError("unreachable: a replay or a retry was named")
 
 
-def _next_in(place: Any) -> Any:
-    """A new turn, numbered the next after the last of its place (``place`` column equal
-    to the ``place`` parameter), returned."""
+@built_once
+def _next_turn(*, in_session: bool) -> Any:
+    """A new turn, numbered the next after the last of its place (its session, or its
+    agent: the column equal to the ``place`` parameter), returned."""
+    place = col(Turn.session_id) if in_session else col(Turn.agent_id)
     last = func.coalesce(func.max(col(Turn.number)), 0)
     number = (
         select(last + 1)
@@ -235,9 +237,9 @@ def _next_in(place: Any) -> Any:
     return insert(Turn).values(number=number).returning(Turn).execution_options(**AS_WRITTEN)
 
 
-_NEXT_IN_SESSION = _next_in(col(Turn.session_id))
-_NEXT_OF_AGENT = _next_in(col(Turn.agent_id))
-_NUMBERED = insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
+@built_once
+def _numbered() -> Any:
+    return insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
 
 
 async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = False) -> Turn:
@@ -262,12 +264,12 @@ def _holding(stmt: Any, *, exclusive: bool) -> Any:
     )
 
 
-@functools.cache
+@built_once
 def _open_turn(exclusive: bool) -> Any:
     return _holding(select(Turn), exclusive=exclusive)
 
 
-@functools.cache
+@built_once
 def _open_scope(by_caller: bool, exclusive: bool) -> Any:
     """:func:`open_scope`'s statement: the turn with its version, agent and caller
     execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
@@ -349,7 +351,8 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     update would not wait for) and closes it; of two closers the second finds it no
     longer open."""
     closed: Turn | None = await db.scalar(
-        _CLOSE, {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)}
+        _closing(),
+        {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)},
     )
     if closed is None:
         turn = await get(db, Turn, turn_id)
@@ -360,6 +363,7 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
 
 
 # built once, run with parameters (AS_WRITTEN)
+@built_once
 def _closing() -> Any:
     locked = (
         select(col(Turn.id))
@@ -378,10 +382,7 @@ def _closing() -> Any:
     )
 
 
-_CLOSE = _closing()
-
-
-@functools.cache
+@built_once
 def _ending(succeeded: bool) -> Any:
     """The turn's (parameter ``turn``) running executions ended, as its close says."""
     return (
@@ -392,6 +393,7 @@ def _ending(succeeded: bool) -> Any:
     )
 
 
+@built_once
 def _publishing() -> Any:
     """The records the turn (parameter ``turn``) wrote are committed, those it changed
     released: one statement."""
@@ -410,13 +412,10 @@ def _publishing() -> Any:
     )
 
 
-_PUBLISH = _publishing()
-
-
 async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     """Publish the turn's staged memory (R12)."""
     turn = await _close(db, turn_id, "committed", None)
-    await db.execute(_PUBLISH, {"turn": turn_id})
+    await db.execute(_publishing(), {"turn": turn_id})
     return turn
 
 

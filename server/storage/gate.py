@@ -14,7 +14,6 @@ migration 0005) where no open turn is involved, and asked of
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select
@@ -22,6 +21,7 @@ from sqlalchemy.orm import aliased
 
 from server.domain.visibility import Purpose, Reader
 from server.models import MemoryRecord, MemoryVersion
+from server.storage.built import built_once
 
 
 def _staged_by_other(reader: Reader, r: Any) -> ColumnElement[bool]:
@@ -93,10 +93,10 @@ def _not_named_by_preview(reader: Reader, record_id: Any) -> ColumnElement[bool]
     )
 
 
-@cache
+@built_once
 def _naming_record() -> Any:
-    """The alias for "a preview record naming this one" (R13), built once: adapting a fresh
-    alias's columns costs milliseconds on every query."""
+    """The alias for "a preview record naming this one" (R13), made once: a fresh alias
+    per query would make each query's statement, and its cache key, new."""
     return aliased(MemoryRecord, name="naming_record")
 
 

@@ -7,18 +7,18 @@ index, a ``created_at`` and a ``uuid`` key. A caller describes what to rank
 with a :class:`SearchSource` and calls :func:`hybrid_search`::
 
     source = SearchSource(
-        from_=MemoryVersion.__table__.join(MemoryRecord.__table__, <on>),
+        from_=table(MemoryVersion),
         key=MemoryVersion.id, embedding=MemoryVersion.embedding,
         tsv=MemoryVersion.search_tsv, created_at=MemoryVersion.created_at,
-        where=and_(record_condition(reader, purpose=Purpose.SEARCH), <current version>, ...),
+        where=searchable_version(reader),  # server.storage.gate
     )
     hits = await hybrid_search(db, source=source, text="...", vector=[...],
                                mode="hybrid", min_score=0.3, limit=10)
 
 A caller that runs the same statement often may build it once with
 :func:`build_search` and run it with :func:`run_search`, giving the values that
-change from call to call by name (:func:`search_parameters`): building the
-statement costs milliseconds, running it under the same settings does not.
+change from call to call by name (:func:`search_parameters`)
+(:mod:`server.storage.built`; docs/scaling.md, "Statements built once").
 
 ``hits`` are :class:`Hit` rows, best first: the key, the score (cosine,
 full-text rank or fused score by mode), the cosine and the full-text rank.

@@ -47,6 +47,7 @@ from server.models import (
     HistoryPart,
     TranscriptEvent,
     Turn,
+    table,
 )
 from server.models._columns import Floats
 from server.models.memory import EMBEDDING_DIM
@@ -260,8 +261,8 @@ def _keeping() -> Any:
     parts travel as two JSON arrays and the parts' vectors as one ``real[]`` in binary,
     part ``n`` (counted from 1) the ``n``-th run of ``EMBEDDING_DIM`` floats: it is
     built, compiled and prepared once."""
-    event_table = HistoryEvent.__table__  # type: ignore[attr-defined]
-    part_table = HistoryPart.__table__  # type: ignore[attr-defined]
+    event_table = table(HistoryEvent)
+    part_table = table(HistoryPart)
     agent = bindparam("agent", type_=event_table.c.agent_id.type)
     session = bindparam("session", type_=event_table.c.session_id.type)
     number = bindparam("number", type_=event_table.c.turn_number.type)

@@ -33,7 +33,7 @@ class EventDetails:
 async def events_by_id(db: AsyncSession, ids: set[uuid.UUID]) -> dict[uuid.UUID, HistoryEvent]:
     if not ids:
         return {}
-    rows = await db.scalars(select(HistoryEvent).where(HistoryEvent.id.in_(ids)))  # type: ignore[attr-defined]
+    rows = await db.scalars(select(HistoryEvent).where(col(HistoryEvent.id).in_(ids)))
     return {r.id: r for r in rows.all()}
 
 
@@ -58,10 +58,10 @@ async def event_details(
         await db.scalars(
             select(TranscriptEvent).where(
                 or_(
-                    TranscriptEvent.id.in_([e.transcript_event_id for e in events]),  # type: ignore[attr-defined]
+                    col(TranscriptEvent.id).in_([e.transcript_event_id for e in events]),
                     and_(
-                        TranscriptEvent.turn_id.in_(answer_turns),  # type: ignore[attr-defined]
-                        TranscriptEvent.type == rules.AGENT_MESSAGE,  # type: ignore[arg-type]
+                        col(TranscriptEvent.turn_id).in_(answer_turns),
+                        col(TranscriptEvent.type) == rules.AGENT_MESSAGE,
                     ),
                 )
             )
@@ -100,9 +100,9 @@ async def list_session_history(
 ) -> Page[HistoryEvent]:
     """A session's kept events, newest first (by turn, then transcript order)."""
     check_first(first, maximum=maximum)
-    stmt: Select[Any] = select(HistoryEvent).where(HistoryEvent.session_id == session_id)  # type: ignore[arg-type]
+    stmt: Select[Any] = select(HistoryEvent).where(col(HistoryEvent.session_id) == session_id)
     if turn_number is not None:
-        stmt = stmt.where(HistoryEvent.turn_number == turn_number)  # type: ignore[arg-type]
+        stmt = stmt.where(col(HistoryEvent.turn_number) == turn_number)
     if after:
         position = cursor.decode("history", after, int, int, uuid.UUID)
         key = (col(HistoryEvent.turn_number), col(HistoryEvent.sequence), col(HistoryEvent.id))
@@ -110,9 +110,9 @@ async def list_session_history(
     rows = (
         await db.scalars(
             stmt.order_by(
-                HistoryEvent.turn_number.desc(),  # type: ignore[attr-defined]
-                HistoryEvent.sequence.desc(),  # type: ignore[attr-defined]
-                HistoryEvent.id.desc(),  # type: ignore[attr-defined]
+                col(HistoryEvent.turn_number).desc(),
+                col(HistoryEvent.sequence).desc(),
+                col(HistoryEvent.id).desc(),
             ).limit(first + 1)
         )
     ).all()

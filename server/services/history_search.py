@@ -56,6 +56,7 @@ from server.models import (
     Execution,
     HistoryEvent,
     HistoryPart,
+    table,
 )
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
@@ -223,11 +224,11 @@ EXACT = True
 
 def _source(reader: HistoryReader) -> SearchSource:
     return SearchSource(
-        from_=HistoryPart.__table__,  # type: ignore[attr-defined]
-        key=HistoryPart.id,  # type: ignore[arg-type]
+        from_=table(HistoryPart),
+        key=table(HistoryPart).c.id,
         embedding=HistoryPart.embedding,
         tsv=HistoryPart.search_tsv,
-        created_at=HistoryPart.created_at,  # type: ignore[arg-type]
+        created_at=table(HistoryPart).c.created_at,
         where=history_condition(reader),
     )
 
@@ -293,7 +294,7 @@ def context_search(
             lexical.label("lexical"),
         )
         .select_from(HistoryPart)
-        .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+        .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         .subquery("scored")
     )
@@ -414,7 +415,7 @@ async def _search(
         rows = (
             await db.scalars(
                 select(HistoryEvent).where(
-                    HistoryEvent.id.in_(wanted),  # type: ignore[attr-defined]
+                    col(HistoryEvent.id).in_(wanted),
                     history_condition(reader, HistoryEvent),
                 )
             )
@@ -453,7 +454,7 @@ async def load_hits(db: AsyncSession, stored: Sequence[dict[str, Any]]) -> list[
         {
             p.id: p
             for p in (
-                await db.scalars(select(HistoryPart).where(HistoryPart.id.in_(part_ids)))  # type: ignore[attr-defined]
+                await db.scalars(select(HistoryPart).where(col(HistoryPart.id).in_(part_ids)))
             ).all()
         }
         if part_ids

@@ -77,7 +77,9 @@ async def _target(
     row = (
         await db.execute(
             select(MemoryRecord, effective_status(scope.reader))
-            .where(MemoryRecord.id == record_id, record_condition(scope.reader, purpose=purpose))  # type: ignore[arg-type]
+            .where(
+                col(MemoryRecord.id) == record_id, record_condition(scope.reader, purpose=purpose)
+            )
             .with_for_update(of=MemoryRecord)
         )
     ).first()
@@ -155,11 +157,11 @@ async def _change_status(
     changed = await db.execute(
         update(MemoryRecord)
         .where(
-            MemoryRecord.id == record.id,  # type: ignore[arg-type]
-            MemoryRecord.status == "ACTIVE",  # type: ignore[arg-type]
+            col(MemoryRecord.id) == record.id,
+            col(MemoryRecord.status) == "ACTIVE",
             (MemoryRecord.pending_turn_id == scope.turn.id)
             if staged_here  # type: ignore[arg-type]
-            else MemoryRecord.pending_turn_id.is_(None),  # type: ignore[union-attr]
+            else col(MemoryRecord.pending_turn_id).is_(None),
         )
         .values(
             status=status,

@@ -31,11 +31,11 @@ def _where(reader: Reader, filters: Filters) -> ColumnElement[bool]:
         col(MemoryVersion.agent_id) == reader.agent_id,
     ]
     if filters.kind is not None:
-        conds.append(MemoryVersion.kind == filters.kind)  # type: ignore[arg-type]
+        conds.append(col(MemoryVersion.kind) == filters.kind)
     if filters.labels:
-        conds.append(MemoryVersion.labels.contains(dict(filters.labels)))  # type: ignore[attr-defined]
+        conds.append(col(MemoryVersion.labels).contains(dict(filters.labels)))
     if filters.ids is not None:
-        conds.append(MemoryRecord.id.in_(filters.ids))  # type: ignore[attr-defined]
+        conds.append(col(MemoryRecord.id).in_(filters.ids))
     return and_(*conds)
 
 

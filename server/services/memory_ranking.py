@@ -29,7 +29,7 @@ from sqlmodel import col
 
 from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
 from server.domain.visibility import Reader
-from server.models import MemoryRecord, MemoryVersion
+from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory import MemoryItem
 from server.storage.built import built_once
@@ -86,7 +86,7 @@ def _found_by(
     if kind is not None:
         conds.append(col(MemoryVersion.kind) == kind)
     if labels is not None:
-        conds.append(MemoryVersion.labels.contains(labels))  # type: ignore[attr-defined]
+        conds.append(col(MemoryVersion.labels).contains(labels))
     if ids is not None:
         conds.append(col(MemoryVersion.record_id).in_(ids))
     return and_(*conds)
@@ -94,11 +94,11 @@ def _found_by(
 
 def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
     return SearchSource(
-        from_=MemoryVersion.__table__,  # type: ignore[attr-defined]
-        key=MemoryVersion.id,  # type: ignore[arg-type]
+        from_=table(MemoryVersion),
+        key=table(MemoryVersion).c.id,
         embedding=MemoryVersion.embedding,
         tsv=MemoryVersion.search_tsv,
-        created_at=MemoryVersion.created_at,  # type: ignore[arg-type]
+        created_at=table(MemoryVersion).c.created_at,
         where=where,
         # Picks exact ranking for an agent with few versions; the gate above decides
         # what may be found.

@@ -98,9 +98,9 @@ async def remove_grant(
     policy = await find_policy(db, namespace=namespace, name=name)
     removed = await db.execute(
         delete(Grant).where(
-            Grant.policy_id == policy.id,  # type: ignore[arg-type]
-            Grant.privilege == rule.privilege,  # type: ignore[arg-type]
-            Grant.pattern == str(rule.pattern),  # type: ignore[arg-type]
+            col(Grant.policy_id) == policy.id,
+            col(Grant.privilege) == rule.privilege,
+            col(Grant.pattern) == str(rule.pattern),
         )
     )
     if removed.rowcount == 0:  # type: ignore[attr-defined]
@@ -113,9 +113,9 @@ async def find_agent(db: AsyncSession, *, ref: str, namespace: str | None = None
     try:
         agent = await db.get(Agent, uuid.UUID(ref))
     except ValueError:
-        query = select(Agent).where(Agent.name == ref)  # type: ignore[arg-type]
+        query = select(Agent).where(col(Agent.name) == ref)
         if namespace:
-            query = query.where(Agent.namespace == namespace)  # type: ignore[arg-type]
+            query = query.where(col(Agent.namespace) == namespace)
         found = (await db.scalars(query.limit(2))).all()
         if len(found) > 1:
             raise BadInputError(
@@ -170,9 +170,9 @@ async def unbind(
     stored = await _subject(db, policy, subject_type, subject)
     removed = await db.execute(
         delete(PolicyBinding).where(
-            PolicyBinding.policy_id == policy.id,  # type: ignore[arg-type]
-            PolicyBinding.subject_type == subject_type,  # type: ignore[arg-type]
-            PolicyBinding.subject == stored,  # type: ignore[arg-type]
+            col(PolicyBinding.policy_id) == policy.id,
+            col(PolicyBinding.subject_type) == subject_type,
+            col(PolicyBinding.subject) == stored,
         )
     )
     if removed.rowcount == 0:  # type: ignore[attr-defined]
@@ -184,7 +184,7 @@ async def unbind(
 async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> list[PolicyView]:
     stmt = select(Policy).order_by(col(Policy.namespace), col(Policy.name))
     if namespace is not None:
-        stmt = stmt.where(Policy.namespace == namespace)  # type: ignore[arg-type]
+        stmt = stmt.where(col(Policy.namespace) == namespace)
     policies = list((await db.scalars(stmt)).all())
     ids = [p.id for p in policies]
     views = {p.id: PolicyView(policy=p) for p in policies}

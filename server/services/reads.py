@@ -61,21 +61,23 @@ async def list_records(
     if filter.status:
         stmt = stmt.where(effective_status(reader) == filter.status)
     if filter.scope:
-        stmt = stmt.where(MemoryRecord.scope == filter.scope)  # type: ignore[arg-type]
+        stmt = stmt.where(col(MemoryRecord.scope) == filter.scope)
     if filter.session_id:
-        stmt = stmt.where(MemoryRecord.session_id == filter.session_id)  # type: ignore[arg-type]
+        stmt = stmt.where(col(MemoryRecord.session_id) == filter.session_id)
     if filter.preview is not None:
-        stmt = stmt.where(MemoryRecord.preview.is_(filter.preview))  # type: ignore[attr-defined]
+        stmt = stmt.where(col(MemoryRecord.preview).is_(filter.preview))
     if filter.kind or filter.labels:
-        stmt = stmt.join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
+        stmt = stmt.join(
+            MemoryVersion, col(MemoryVersion.id) == col(MemoryRecord.current_version_id)
+        )
         if filter.kind:
-            stmt = stmt.where(MemoryVersion.kind == filter.kind)  # type: ignore[arg-type]
+            stmt = stmt.where(col(MemoryVersion.kind) == filter.kind)
         if filter.labels:
-            stmt = stmt.where(MemoryVersion.labels.contains(dict(filter.labels)))  # type: ignore[attr-defined]
+            stmt = stmt.where(col(MemoryVersion.labels).contains(dict(filter.labels)))
     if after is not None:
         (seq,) = cursor.decode("record", after, cursor.seq)
         stmt = stmt.where(col(MemoryRecord.seq) < seq)
-    rows = (await db.scalars(stmt.order_by(MemoryRecord.seq.desc()).limit(first + 1))).all()  # type: ignore[union-attr]
+    rows = (await db.scalars(stmt.order_by(col(MemoryRecord.seq).desc()).limit(first + 1))).all()
     return Page(
         items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
         has_next=len(rows) > first,
@@ -146,11 +148,11 @@ async def turn_memories(
     rows = await db.scalars(
         select(MemoryRecord)
         .where(
-            MemoryRecord.id.in_(touched),  # type: ignore[attr-defined]
+            col(MemoryRecord.id).in_(touched),
             record_condition(reader, purpose=Purpose.READ),
-            MemoryRecord.pending_turn_id.is_distinct_from(turn_id),  # type: ignore[union-attr]
+            col(MemoryRecord.pending_turn_id).is_distinct_from(turn_id),
         )
-        .order_by(MemoryRecord.seq)  # type: ignore[arg-type]
+        .order_by(col(MemoryRecord.seq))
     )
     return list(rows.all())
 
@@ -164,7 +166,7 @@ async def list_agents(
 async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:
     return await db.scalar(
         select(Agent).where(
-            Agent.namespace == namespace,  # type: ignore[arg-type]
-            Agent.name == name,  # type: ignore[arg-type]
+            col(Agent.namespace) == namespace,
+            col(Agent.name) == name,
         )
     )

@@ -18,7 +18,7 @@ from server.domain import review as rules
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, DomainError
-from server.models import Execution, MemoryRecord, MemoryVersion
+from server.models import Execution, MemoryRecord, MemoryVersion, table
 from server.services.memory import (
     MemoryItem,
     NewRecord,
@@ -73,7 +73,7 @@ async def similar(
 ) -> list[Similar]:
     """The ``k`` records most like ``vector`` that ``reader`` may change: active, visible,
     within its write scopes, ranked exactly by cosine (newer first on ties)."""
-    q = bindparam("q", list(vector), type_=MemoryVersion.__table__.c.embedding.type)  # type: ignore[attr-defined]
+    q = bindparam("q", list(vector), type_=table(MemoryVersion).c.embedding.type)
     distance = col(MemoryVersion.embedding).op("<=>", return_type=Float)(q)
     rows: Sequence[Any] = (
         await db.execute(

@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from server.models import Execution, TranscriptEvent, Turn
+from server.models import Execution, TranscriptEvent, Turn, table
 from server.storage.built import built_once
 
 AS_WRITTEN = {"dml_strategy": "orm"}
@@ -47,9 +47,9 @@ def _append() -> Any:
     ``event_seq`` is advanced by their number and they take the numbers before it, in
     order. The rows travel as one JSON array, so the statement is the same whatever
     their number: it is built, compiled and prepared once."""
-    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
+    events = table(TranscriptEvent)
     count = bindparam("count", type_=Integer)
-    turn_id = bindparam("turn", type_=table.c.turn_id.type)
+    turn_id = bindparam("turn", type_=events.c.turn_id.type)
     allocated = (
         update(Turn)
         .where(col(Turn.id) == turn_id)
@@ -79,9 +79,9 @@ def _append() -> Any:
             ],
             select(
                 func.gen_random_uuid(),
-                bindparam("agent", type_=table.c.agent_id.type),
+                bindparam("agent", type_=events.c.agent_id.type),
                 turn_id,
-                cast(value["execution_id"].astext, table.c.execution_id.type),
+                cast(value["execution_id"].astext, events.c.execution_id.type),
                 allocated.c.event_seq - count + event.c.n,
                 value["type"].astext,
                 value.op("->", return_type=JSONB)("payload"),

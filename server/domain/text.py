@@ -13,6 +13,8 @@ from typing import Any
 
 from server.errors import BadInputError
 
+# a namespace's, agent's or policy's name
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 # A NUL, or half of a surrogate pair: what no ``text`` or ``jsonb`` value can hold.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -66,4 +68,15 @@ def check_text(
         raise BadInputError(f"{said} must be 1 to {maximum} characters{rule}", field=field)
     if not storable(value):
         raise BadInputError(f"{said} holds a NUL or half of a surrogate pair", field=field)
+    return value
+
+
+def check_name(value: str, what: str) -> str:
+    """A namespace's, an agent's or a policy's name; else BAD_INPUT naming ``what``."""
+    if not _NAME.fullmatch(value):
+        raise BadInputError(
+            f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
+            f"(at most 63 characters), got {value!r}",
+            field=what,
+        )
     return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -13,31 +12,19 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
-from server.domain.text import check_text
+from server.domain.text import check_name, check_text
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 from server.storage.built import built_once
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise BadInputError(
-            f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
-            f"(at most 63 characters), got {value!r}",
-            field=what,
-        )
-    return value
 
 
 async def create_agent(
     db: AsyncSession, *, namespace: str, name: str, sessionless: bool = False
 ) -> Agent:
     agent = Agent(
-        namespace=_check_name(namespace, "namespace"),
-        name=_check_name(name, "name"),
+        namespace=check_name(namespace, "namespace"),
+        name=check_name(name, "name"),
         sessionless=sessionless,
     )
     db.add(agent)

@@ -27,8 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 from sqlmodel import col
 
+from server.domain.config import SearchConfig
 from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
 from server.domain.visibility import Reader
+from server.embedding import Embedder
 from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory import MemoryItem
@@ -264,3 +266,30 @@ async def ranked(
         )
         for r in rows
     ]
+
+
+async def ranked_by(
+    db: AsyncSession,
+    embedder: Embedder,
+    *,
+    reader: Reader,
+    search: SearchConfig,
+    query: str,
+    limit: int,
+    filters: Filters = NO_FILTERS,
+) -> tuple[list[Found], int | None]:
+    """:func:`ranked` as the agent version's ``harness.memory.search`` says (R6, R41): the
+    query embedded unless the mode is lexical, its mode and minimum score. With the
+    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43)."""
+    vector, tokens = (None, None) if search.mode == "lexical" else await embedder.embed_one(query)
+    items = await ranked(
+        db,
+        reader=reader,
+        query=query,
+        vector=vector,
+        mode=search.mode,
+        min_score=search.min_score,
+        limit=limit,
+        filters=filters,
+    )
+    return items, tokens

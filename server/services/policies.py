@@ -20,12 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.grants import Grant as GrantRule
+from server.domain.text import check_name
 from server.errors import BadInputError, ConflictError, NotFoundError
 from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 _TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 
 
@@ -36,16 +36,6 @@ class PolicyView:
     policy: Policy
     grants: list[Grant] = field(default_factory=list)
     bindings: list[PolicyBinding] = field(default_factory=list)
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise BadInputError(
-            f"{what} must start with a letter and hold only letters, digits, '_' or '-', "
-            f"got {value!r}",
-            field=what,
-        )
-    return value
 
 
 async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
@@ -59,7 +49,7 @@ async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
 
 
 async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
-    policy = Policy(namespace=_check_name(namespace, "namespace"), name=_check_name(name, "name"))
+    policy = Policy(namespace=check_name(namespace, "namespace"), name=check_name(name, "name"))
     await _insert(db, policy, f"policy {namespace}/{name} already exists")
     return policy
 

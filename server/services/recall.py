@@ -39,7 +39,7 @@ from server.domain.marking import one_line, unmarked
 from server.domain.text import check_text
 from server.embedding import Embedder
 from server.models import Execution, OutputUse
-from server.services.memory_ranking import Found, ranked
+from server.services.memory_ranking import Found, ranked_by
 from server.services.tools import CallRef, open_call, record_embed, record_retrieved, run_tool
 from server.services.turns import TurnScope, ensure_memory_enabled
 
@@ -117,15 +117,8 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     await db.get(
         Execution, scope.caller.id, with_for_update={"key_share": True}, populate_existing=True
     )
-    vector, tokens = (None, 0) if search.mode == "lexical" else await embedder.embed_one(text)
-    items = await ranked(
-        db,
-        reader=scope.reader,
-        query=text,
-        vector=vector,
-        mode=search.mode,
-        min_score=search.min_score,
-        limit=search.max_results,
+    items, tokens = await ranked_by(
+        db, embedder, reader=scope.reader, search=search, query=text, limit=search.max_results
     )
     found = {item.version.id for item in items}
     repeat = (
@@ -141,12 +134,12 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
         else None
     )
     if not items or repeat is not None:
-        if vector is not None:
+        if tokens is not None:
             await record_embed(db, scope, scope.caller, embedder, tokens)
         return RecallResult(items=items, execution=None, repeat_of=repeat)
 
     async def body(ts: TurnScope, execution: Execution) -> list[Found]:
-        if vector is not None:
+        if tokens is not None:
             await record_embed(db, ts, execution, embedder, tokens)
         await record_retrieved(db, ts, execution, versions=[i.version.id for i in items])
         return items

@@ -39,7 +39,7 @@ from server.embedding import Embedder
 from server.errors import BadInputError
 from server.models import Execution
 from server.services.memory_listing import listed
-from server.services.memory_ranking import Filters, Found, ranked
+from server.services.memory_ranking import Filters, Found, ranked_by
 from server.services.tools import CallRef, record_embed, record_retrieved, run_tool
 from server.services.turns import TurnScope, ensure_memory_enabled
 
@@ -120,20 +120,17 @@ async def search_memory(
                 )
             search = scope.config.memory.search
             text = check_text(query, field="query", maximum=MAX_QUERY, blank=False)
-            vector = None
-            if search.mode != "lexical":
-                vector, tokens = await embedder.embed_one(text)
-                await record_embed(db, scope, execution, embedder, tokens)
-            items = await ranked(
+            items, tokens = await ranked_by(
                 db,
+                embedder,
                 reader=scope.reader,
+                search=search,
                 query=text,
-                vector=vector,
-                mode=search.mode,
-                min_score=search.min_score,
                 limit=the_limit,
                 filters=filters,
             )
+            if tokens is not None:
+                await record_embed(db, scope, execution, embedder, tokens)
         else:
             items, page["next"] = await listed(
                 db, reader=scope.reader, limit=the_limit, after=after, filters=filters

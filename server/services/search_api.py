@@ -25,7 +25,7 @@ from server.embedding import Embedder
 from server.errors import BadInputError, NotFoundError
 from server.models import Agent, AgentVersion
 from server.services.agents import config_of
-from server.services.memory_ranking import Filters, Found, ranked
+from server.services.memory_ranking import Filters, Found, ranked_by
 from server.services.search import MAX_LIMIT, MAX_QUERY
 
 DEFAULT_LIMIT = 10
@@ -60,17 +60,16 @@ async def search_agent_memory(
     if agent is None:
         raise NotFoundError(f"no agent with id {agent_id}", field="agentId")
     search = await _search_config(db, agent)
-    vector = None if search.mode == "lexical" else (await embedder.embed_one(query))[0]
-    return await ranked(
+    found, _ = await ranked_by(
         db,
+        embedder,
         reader=Reader.for_api(agent_id=agent_id),
+        search=search,
         query=query,
-        vector=vector,
-        mode=search.mode,
-        min_score=search.min_score,
         limit=the_limit,
         filters=Filters(kind=kind, labels=tuple(sorted(dict(labels).items()))),
     )
+    return found
 
 
 async def namespaces(db: AsyncSession) -> list[str]:

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from sqlalchemy import func, insert, update
+from sqlalchemy import func, insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
 
 from server.embedding import Embedder, default_model_path
 from server.errors import DomainError, NotFoundError
 from server.models import Execution, Invocation, OutputUse, table
-from server.services.transcript import append_event, start_execution
+from server.services.transcript import append_event, end_execution, start_execution
 from server.services.turns import TurnScope, open_scope
 
 T = TypeVar("T")
@@ -119,14 +118,7 @@ async def record_tool(
         tool_name=name,
         payload=result,
     )
-    # ended by the DB clock, and read back in the same statement
-    ended = await db.scalar(
-        update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(status="succeeded", output=result, ended_at=func.clock_timestamp())
-        .returning(Execution)
-        .execution_options(populate_existing=True, synchronize_session=False)
-    )
+    ended = await end_execution(db, execution, output=result)
     assert ended is execution
     return execution, value
 

@@ -139,3 +139,17 @@ async def start_execution(
 @built_once
 def _start() -> Any:
     return insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)
+
+
+async def end_execution(db: AsyncSession, execution: Execution, *, output: Any) -> Execution:
+    """The execution succeeded with ``output``, ended by the database's clock (as every
+    time in the transcript) and read back into ``execution`` in the same statement."""
+    ended = await db.scalar(
+        update(Execution)
+        .where(col(Execution.id) == execution.id)
+        .values(status="succeeded", output=output, ended_at=func.clock_timestamp())
+        .returning(Execution)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert ended is not None
+    return ended

@@ -30,7 +30,7 @@ import psycopg
 
 from bench import common
 from server.domain.visibility import Reader
-from server.services import search
+from server.services import memory_ranking
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 MODES = ("hybrid", "vector", "lexical")
@@ -110,7 +110,7 @@ async def ours(
         for q in c["questions"]:
             for mode in MODES:
                 async with db.session() as s:
-                    items = await search.ranked(
+                    items = await memory_ranking.ranked(
                         s, reader=reader, query=q["question"],
                         vector=None if mode == "lexical" else vec[q["question"]],
                         mode=mode, min_score=-1.0, limit=max(KS),

@@ -8,7 +8,7 @@ in PyTorch through sentence-transformers (about 11 ms), as their users get them.
 
 - **this server**: ``add_memory`` (the native tool, in a turn: embeds the text,
   writes the record, its version and the execution) for ingest; for search, the
-  query's embedding plus the ranked search (:func:`server.services.search.ranked`,
+  query's embedding plus the ranked search (:func:`server.services.memory_ranking.ranked`,
   hybrid) and, separately, the whole ``search_memory`` tool (which also records
   its execution, RETRIEVED uses and embed usage);
 - **Mem0** (``mem0ai``): ``Memory`` with the pgvector store (HNSW) and the
@@ -38,7 +38,7 @@ from typing import Any
 from bench import common
 from server.domain.visibility import Reader
 from server.embedding import default_model_path
-from server.services import memory, search, turns
+from server.services import memory, memory_ranking, search, tools, turns
 
 WRITERS = 8  # concurrent add_memory callers: their embeddings share forward passes
 
@@ -63,7 +63,7 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
     async with db.session() as s:
         turn = (await turns.begin_turn(s, session_id=owner.session_id)).turn
         await s.commit()
-    ref = memory.CallRef(turn_id=turn.id)
+    ref = tools.CallRef(turn_id=turn.id)
     start = time.perf_counter()
     for text in records:
         async with db.session() as s:
@@ -79,7 +79,7 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
     async def writer(turn_id: Any, share: list[str]) -> None:
         for text in share:
             async with db.session() as s:
-                await memory.add_memory(s, model, ref=memory.CallRef(turn_id=turn_id),
+                await memory.add_memory(s, model, ref=tools.CallRef(turn_id=turn_id),
                                         summary=f"{text} (again)", scope="agent")  # fmt: skip
                 await s.commit()
 
@@ -99,7 +99,7 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
         async def call() -> None:
             vector, _ = await model.embed_one(q)
             async with db.session() as s:
-                await search.ranked(s, reader=reader, query=q, vector=vector, mode="hybrid",
+                await memory_ranking.ranked(s, reader=reader, query=q, vector=vector, mode="hybrid",
                                     min_score=0.2, limit=10)  # fmt: skip
                 await s.rollback()
 
@@ -113,7 +113,7 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
     def tool(q: str) -> Any:
         async def call() -> None:
             async with db.session() as s:
-                await search.search_memory(s, model, ref=memory.CallRef(turn_id=tool_turn.id),
+                await search.search_memory(s, model, ref=tools.CallRef(turn_id=tool_turn.id),
                                            query=q, limit=10)  # fmt: skip
                 await s.commit()
 

@@ -1,9 +1,9 @@
 """``bench search``: memory search latency at 10k and 100k records per agent.
 
 (a) in-process, excluding the query's embedding: the service call
-    (:func:`server.services.search.ranked`: ``SET LOCAL`` of the scan settings,
+    (:func:`server.services.memory_ranking.ranked`: ``SET LOCAL`` of the scan settings,
     the one search statement, loading the records), next to the raw SQL floor:
-    the same statement (:func:`server.services.search.ranking_statement`, its text
+    the same statement (:func:`server.services.memory_ranking.ranking_statement`, its text
     and parameters) run directly with psycopg. Ratio = (a) / floor. The two run
     side by side, query by query in alternating order, so that neither always finds
     the pages the other just read.
@@ -36,11 +36,13 @@ import numpy as np
 import psycopg
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql
+from sqlmodel import col
 
 from bench import common
 from server.domain.ranking import DEFAULT_PRESET
 from server.domain.visibility import Reader
-from server.services import auth, search, turns
+from server.models import MemoryVersion
+from server.services import auth, memory_ranking, turns
 from server.storage.hybrid import EXACT_BELOW, scan_settings
 
 SEARCH = """
@@ -139,7 +141,7 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
     def service(text: str, vector: list[float]) -> Any:
         async def call() -> None:
             async with db.session() as s:
-                found = await search.ranked(
+                found = await memory_ranking.ranked(
                     s, reader=reader, query=text, vector=vector, mode="hybrid",
                     min_score=cfg["min_score"], limit=10,
                 )  # fmt: skip
@@ -154,7 +156,7 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
         await conn.execute(f"SET {key} = '{value}'")
 
     def raw(text: str, vector: list[float]) -> Any:
-        stmt, values = search.ranking_statement(
+        stmt, values = memory_ranking.ranking_statement(
             reader, query=text, vector=vector, mode="hybrid", min_score=cfg["min_score"],
             limit=10,
         )  # fmt: skip
@@ -175,10 +177,10 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
     ours, floor = await common.timed_side_by_side(
         [service(t, v) for t, v in qs], [raw(t, v) for t, v in qs]
     )
-    probe = search.memory_source(reader).probe
-    assert probe is not None
+    # the probe of the search's source: the agent's versions decide exact or HNSW
+    versions = select(func.count()).where(col(MemoryVersion.agent_id) == reader.agent_id)
     async with db.session() as s:
-        small = await s.scalar(select(func.count()).select_from(probe.subquery()))
+        small = await s.scalar(versions)
     await conn.close()
     return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
 

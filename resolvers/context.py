@@ -19,7 +19,7 @@ from server.embedding import Embedder
 from server.errors import BadInputError, OutcomeUnknownError
 from server.services import idempotency
 from server.services.chain import Caller
-from server.services.memory import CallRef
+from server.services.tools import CallRef
 from server.settings import Settings
 
 

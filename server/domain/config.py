@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn, TypeVar
 
-from server.errors import InvalidConfigError
+from server.domain.marking import LINE_BREAK
+from server.domain.text import check_text
+from server.errors import BadInputError, InvalidConfigError, NotAllowedError
 
 Scope = Literal["session", "agent"]
 SearchMode = Literal["hybrid", "lexical", "vector"]
@@ -52,6 +54,10 @@ DEFAULT_KINDS = ("guidance", "fact", "event", "reference")
 SEARCH_TOOL = "search_memory"
 WRITE_TOOLS = frozenset({"add_memory", "read_memory", "delete_memory"})
 DEFAULT_MIN_SCORE = 0.3
+# a record's fields (add_memory, and the filters of search_memory)
+MAX_SUMMARY = 500
+MAX_CONTENT = 20_000
+MAX_LABEL_VALUE = 200
 
 _SCOPES: tuple[Scope, ...] = ("session", "agent")
 _MODES: tuple[SearchMode, ...] = ("hybrid", "lexical", "vector")
@@ -101,6 +107,37 @@ class MemoryConfig:
     def allows_tool(self, name: str) -> bool:
         return name in self.tools
 
+    def check_kind(self, kind: str) -> str:
+        """R3, R24: a record's kind must be declared; else NOT_ALLOWED."""
+        if kind not in self.kinds:
+            raise NotAllowedError(
+                f"kind {kind!r} is not declared (harness.memory.kinds: {', '.join(self.kinds)})",
+                field="kind",
+            )
+        return kind
+
+    def check_labels(self, labels: object) -> dict[str, str]:
+        """R4, R24: label values by name, each of a declared label (else NOT_ALLOWED), a
+        string or an integer of 1 to ``MAX_LABEL_VALUE`` characters (else BAD_INPUT)."""
+        if labels is None:
+            return {}
+        if not isinstance(labels, Mapping):
+            raise BadInputError("labels must be an object of name: value", field="labels")
+        out: dict[str, str] = {}
+        for name, value in labels.items():
+            if name not in self.labels:
+                raise NotAllowedError(
+                    f"label {name!r} is not declared in harness.memory.labels "
+                    f"(declared: {', '.join(sorted(self.labels)) or 'none'})",
+                    field="labels",
+                )
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise BadInputError(f"label {name} must be a string or an integer", field="labels")
+            out[name] = check_text(
+                str(value), field="labels", maximum=MAX_LABEL_VALUE, name=f"label {name}"
+            )
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class HistoryConfig:
@@ -111,6 +148,25 @@ class HistoryConfig:
 class HarnessConfig:
     memory: MemoryConfig
     history: HistoryConfig | None
+
+
+def check_summary(summary: str) -> str:
+    """A record's summary, stripped: one non-empty line of at most ``MAX_SUMMARY``
+    characters (R30: it is listed as one line); else BAD_INPUT."""
+    text = summary.strip()
+    if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
+        raise BadInputError(
+            f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
+            field="summary",
+        )
+    return text
+
+
+def check_content(content: str | None) -> str | None:
+    """A record's content: at most ``MAX_CONTENT`` characters; else BAD_INPUT."""
+    if content is not None and len(content) > MAX_CONTENT:
+        raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
+    return content
 
 
 def parse_config(raw: Mapping[str, Any] | None, *, sessionless: bool) -> HarnessConfig:

@@ -78,10 +78,9 @@ above (score, newer, key).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
 from typing import Literal
 
 Mode = Literal["hybrid", "lexical", "vector"]
@@ -132,28 +131,12 @@ DEFAULT_PRESET = FusionPreset(
     pool_factor=4,
 )
 
-# For callers whose newest records matter most; a new record gains half a first place.
-RECENCY_HEAVY_PRESET = FusionPreset(
-    name="recency_heavy",
-    rrf_k=60,
-    vector_weight=1.0,
-    lexical_weight=1.0,
-    recency_weight=0.5,
-    recency_half_life_days=7.0,
-    candidate_pool=40,
-    pool_factor=4,
-)
-
-PRESETS: Mapping[str, FusionPreset] = MappingProxyType(
-    {p.name: p for p in (DEFAULT_PRESET, RECENCY_HEAVY_PRESET)}
-)
-
 
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose candidate pools and recency it keeps (bench/locomo_history.py measured
-    them: LoCoMo recall@10 0.666 with rank fusion over the parts alone, 0.751 so)."""
+    preset whose candidate pools and recency it keeps (bench/locomo_history.py measures
+    them; docs/scaling.md, "Figures behind the code")."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest

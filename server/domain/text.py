@@ -11,14 +11,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from server.errors import BadInputError
+
+# a namespace's, agent's or policy's name
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 # A NUL, or half of a surrogate pair: what no ``text`` or ``jsonb`` value can hold.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def storable(text: str) -> bool:
-    """Whether PostgreSQL can store ``text``. Searching the character class costs about
-    25 ns a character; ASCII text needs only the NUL test, and any other text encodes
-    to UTF-8 unless it holds a surrogate, both at C speed."""
+    """Whether PostgreSQL can store ``text``. ASCII text needs only the NUL test, and
+    any other text encodes to UTF-8 unless it holds a surrogate, both at C speed,
+    rather than a search of the character class in Python."""
     if "\x00" in text:
         return False
     if text.isascii():
@@ -51,3 +55,28 @@ def first_unstorable(value: Any, path: str = "") -> str | None:
         elif isinstance(item, list | tuple):
             stack.extend((f"{here}[{i}]", child) for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def check_text(
+    value: str, *, field: str, maximum: int, blank: bool = True, name: str | None = None
+) -> str:
+    """``value`` if it is 1 to ``maximum`` characters PostgreSQL can store (and, unless
+    ``blank``, not only whitespace); else BAD_INPUT naming ``field`` (said as ``name``)."""
+    said = name or field
+    if not 0 < len(value) <= maximum or not (blank or value.strip()):
+        rule = "" if blank else ", not blank"
+        raise BadInputError(f"{said} must be 1 to {maximum} characters{rule}", field=field)
+    if not storable(value):
+        raise BadInputError(f"{said} holds a NUL or half of a surrogate pair", field=field)
+    return value
+
+
+def check_name(value: str, what: str) -> str:
+    """A namespace's, an agent's or a policy's name; else BAD_INPUT naming ``what``."""
+    if not _NAME.fullmatch(value):
+        raise BadInputError(
+            f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
+            f"(at most 63 characters), got {value!r}",
+            field=what,
+        )
+    return value

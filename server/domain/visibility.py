@@ -1,8 +1,10 @@
 """Who sees which memory record: the one visibility gate (R10-R14, R21).
 
-This module is the reference: plain Python over plain values. The storage layer
-(``server.storage.gate``) turns the same rules into one SQL condition, and the
-tests check that the API returns exactly what :func:`visible_records` allows.
+This module is the reference: plain Python over plain values, and what code
+holding a record's row asks (:func:`effective_status`, :func:`version_in_force`).
+The storage layer (``server.storage.gate``) turns the same rules into one SQL
+condition for queries, and the tests check that the API returns exactly what
+:func:`visible_records` allows.
 
 A reader is either an agent acting in a turn (``Reader.for_turn``) or an API
 reader such as a dashboard (``Reader.for_api``).
@@ -31,6 +33,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 
 class Purpose(Enum):
@@ -96,19 +99,34 @@ class RecordFacts:
     prior_version_id: uuid.UUID | None = None
 
 
-def staged_by_other(reader: Reader, record: RecordFacts) -> bool:
+class Staged(Protocol):
+    """What R12 reads of a record (a :class:`RecordFacts`, or a stored record's row)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def pending_turn_id(self) -> uuid.UUID | None: ...
+    @property
+    def prior_status(self) -> str | None: ...
+    @property
+    def current_version_id(self) -> uuid.UUID | None: ...
+    @property
+    def prior_version_id(self) -> uuid.UUID | None: ...
+
+
+def staged_by_other(reader: Reader, record: Staged) -> bool:
     """R12: the record carries a change staged by an open turn other than the reader's."""
     return record.pending_turn_id is not None and record.pending_turn_id != reader.turn_id
 
 
-def effective_status(reader: Reader, record: RecordFacts) -> str:
+def effective_status(reader: Reader, record: Staged) -> str:
     """The status this reader sees: a change staged by another open turn is not yet seen."""
     if staged_by_other(reader, record):
         return record.prior_status or record.status
     return record.status
 
 
-def version_in_force(reader: Reader, record: RecordFacts) -> uuid.UUID | None:
+def version_in_force(reader: Reader, record: Staged) -> uuid.UUID | None:
     """The version this reader sees (R12): the prior one while another turn stages a change,
     whose new version a rollback removes."""
     if staged_by_other(reader, record):

@@ -4,6 +4,7 @@ Every table carries ``agent_id`` (or ``namespace``) so the schema can be
 distributed by agent without changing queries (docs/scaling.md).
 """
 
+from sqlalchemy import Table
 from sqlmodel import SQLModel
 
 from server.models.agents import (
@@ -29,6 +30,13 @@ from server.models.review import MemoryReview
 
 metadata = SQLModel.metadata
 
+
+def table(model: type[SQLModel]) -> Table:
+    """The model's table, typed (SQLModel leaves ``__table__`` untyped)."""
+    found: Table = model.__table__  # type: ignore[attr-defined]
+    return found
+
+
 __all__ = [
     "EMBEDDING_DIM",
     "Agent",
@@ -51,4 +59,5 @@ __all__ = [
     "TranscriptEvent",
     "Turn",
     "metadata",
+    "table",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -13,29 +12,19 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
+from server.domain.text import check_name, check_text
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise BadInputError(
-            f"{what} must start with a letter and hold only letters, digits, '_' or '-' "
-            f"(at most 63 characters), got {value!r}",
-            field=what,
-        )
-    return value
+from server.storage.built import built_once
 
 
 async def create_agent(
     db: AsyncSession, *, namespace: str, name: str, sessionless: bool = False
 ) -> Agent:
     agent = Agent(
-        namespace=_check_name(namespace, "namespace"),
-        name=_check_name(name, "name"),
+        namespace=check_name(namespace, "namespace"),
+        name=check_name(name, "name"),
         sessionless=sessionless,
     )
     db.add(agent)
@@ -80,14 +69,17 @@ async def publish_version(
     return version
 
 
-# built once (each turn and tool call runs one of these)
-_VERSION_AND_AGENT = (
-    select(Agent, AgentVersion)
-    .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-    .where(col(AgentVersion.id) == bindparam("version"))
-)
+# each turn and tool call runs one of these
+@built_once
+def _version_and_agent() -> Any:
+    return (
+        select(Agent, AgentVersion)
+        .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
+        .where(col(AgentVersion.id) == bindparam("version"))
+    )
 
 
+@built_once
 def _session_to_begin() -> Any:
     newest = (
         select(AgentVersion)
@@ -106,12 +98,9 @@ def _session_to_begin() -> Any:
     )
 
 
-_SESSION_TO_BEGIN = _session_to_begin()
-
-
 async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
     """An agent version and its agent, in one statement (a turn names its version)."""
-    agent, version = (await db.execute(_VERSION_AND_AGENT, {"version": version_id})).one()
+    agent, version = (await db.execute(_version_and_agent(), {"version": version_id})).one()
     return version, agent
 
 
@@ -120,7 +109,7 @@ async def session_to_begin(
 ) -> tuple[Session, Agent, AgentVersion | None]:
     """A session, locked (its turns are numbered one at a time), with its agent and the
     agent's latest version (``None`` before the first is published), in one statement."""
-    row = (await db.execute(_SESSION_TO_BEGIN, {"session": session_id})).first()
+    row = (await db.execute(_session_to_begin(), {"session": session_id})).first()
     if row is None:
         raise NotFoundError(f"no session with id {session_id}")
     session, agent, version = row
@@ -145,8 +134,8 @@ async def create_session(
     agent = await get(db, Agent, agent_id)
     if agent.sessionless:
         raise NotAllowedError("this agent runs without sessions; begin turns on the agent")
-    if external_id is not None and not 0 < len(external_id) <= 200:
-        raise BadInputError("externalId must be 1 to 200 characters", field="externalId")
+    if external_id is not None:
+        check_text(external_id, field="externalId", maximum=200)
     session = Session(agent_id=agent_id, external_id=external_id)
     db.add(session)
     try:

@@ -129,9 +129,9 @@ async def authenticate(db: AsyncSession, *, token: str, now: datetime | None = N
 
 
 async def list_principals(db: AsyncSession, *, include_revoked: bool = False) -> list[Principal]:
-    stmt = select(Principal).order_by(Principal.created_at)  # type: ignore[arg-type]
+    stmt = select(Principal).order_by(col(Principal.created_at))
     if not include_revoked:
-        stmt = stmt.where(Principal.revoked_at.is_(None))  # type: ignore[union-attr]
+        stmt = stmt.where(col(Principal.revoked_at).is_(None))
     return list((await db.scalars(stmt)).all())
 
 
@@ -141,7 +141,7 @@ async def find_principal(db: AsyncSession, *, ref: str) -> Principal:
         principal = await db.get(Principal, uuid.UUID(ref))
     except ValueError:
         rows = (
-            await db.scalars(select(Principal).where(Principal.token_prefix == ref).limit(2))  # type: ignore[arg-type]
+            await db.scalars(select(Principal).where(col(Principal.token_prefix) == ref).limit(2))
         ).all()
         if len(rows) > 1:
             raise ConflictError(f"several tokens start with {ref}; use the id") from None
@@ -167,9 +167,9 @@ async def ensure_admin(db: AsyncSession, *, name: str = "first admin") -> Issued
         select(func.count())
         .select_from(Principal)
         .where(
-            Principal.kind == "admin",  # type: ignore[arg-type]
-            Principal.revoked_at.is_(None),  # type: ignore[union-attr]
-            (Principal.expires_at.is_(None)) | (Principal.expires_at > _now()),  # type: ignore[union-attr,operator]
+            col(Principal.kind) == "admin",
+            col(Principal.revoked_at).is_(None),
+            (col(Principal.expires_at).is_(None)) | (col(Principal.expires_at) > _now()),
         )
     )
     if usable:

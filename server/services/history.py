@@ -47,10 +47,12 @@ from server.models import (
     HistoryPart,
     TranscriptEvent,
     Turn,
+    table,
 )
 from server.models._columns import Floats
 from server.models.memory import EMBEDDING_DIM
 from server.services.agents import config_of, version_and_agent
+from server.storage.built import built_once
 
 
 class _EventColumns(Protocol):
@@ -121,50 +123,55 @@ class Prepared:
 
 
 # what prepare_keep reads of the open turn, with its version and agent (built once)
-_TURN_TO_KEEP = (
-    select(
-        col(Turn.id),
-        col(Turn.agent_id),
-        col(Turn.agent_version_id),
-        col(Turn.session_id),
-        col(Turn.replay_of_id),
-        col(Turn.number),
-        col(Turn.preview),
-        col(Turn.event_seq),
-        AgentVersion,
-        Agent,
+@built_once
+def _turn_to_keep() -> Any:
+    return (
+        select(
+            col(Turn.id),
+            col(Turn.agent_id),
+            col(Turn.agent_version_id),
+            col(Turn.session_id),
+            col(Turn.replay_of_id),
+            col(Turn.number),
+            col(Turn.preview),
+            col(Turn.event_seq),
+            AgentVersion,
+            Agent,
+        )
+        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
+        .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
     )
-    .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
-    .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-    .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
-)
+
 
 # a turn's transcript events in order, each with its execution and the turn's own, as
 # columns (read now: as prepared, an execution may since have ended)
-_KEPT_EVENTS = (
-    select(
-        col(TranscriptEvent.id),
-        col(TranscriptEvent.sequence),
-        col(TranscriptEvent.type),
-        col(TranscriptEvent.tool_name),
-        col(TranscriptEvent.tool_call_id),
-        col(TranscriptEvent.execution_id),
-        col(TranscriptEvent.payload),
-        col(Execution.kind).label("run_kind"),
-        col(Execution.parent_id).label("run_parent"),
-        col(Execution.name).label("run_name"),
-        col(Execution.status).label("run_status"),
-        col(Execution.output).label("run_output"),
-        col(Execution.error).label("run_error"),
-        select(col(Execution.id))
-        .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.kind) == "turn")
-        .scalar_subquery()
-        .label("own"),
+@built_once
+def _events_to_keep() -> Any:
+    return (
+        select(
+            col(TranscriptEvent.id),
+            col(TranscriptEvent.sequence),
+            col(TranscriptEvent.type),
+            col(TranscriptEvent.tool_name),
+            col(TranscriptEvent.tool_call_id),
+            col(TranscriptEvent.execution_id),
+            col(TranscriptEvent.payload),
+            col(Execution.kind).label("run_kind"),
+            col(Execution.parent_id).label("run_parent"),
+            col(Execution.name).label("run_name"),
+            col(Execution.status).label("run_status"),
+            col(Execution.output).label("run_output"),
+            col(Execution.error).label("run_error"),
+            select(col(Execution.id))
+            .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.kind) == "turn")
+            .scalar_subquery()
+            .label("own"),
+        )
+        .outerjoin(Execution, col(Execution.id) == col(TranscriptEvent.execution_id))
+        .where(col(TranscriptEvent.turn_id) == bindparam("turn"))
+        .order_by(col(TranscriptEvent.sequence))
     )
-    .outerjoin(Execution, col(Execution.id) == col(TranscriptEvent.execution_id))
-    .where(col(TranscriptEvent.turn_id) == bindparam("turn"))
-    .order_by(col(TranscriptEvent.sequence))
-)
 
 
 async def prepare_keep(
@@ -173,7 +180,7 @@ async def prepare_keep(
     """Read, split and embed what committing the open turn will keep, before the commit
     locks the turn: the forward pass then holds no lock. :func:`keep_turn` uses it when
     nothing was recorded in between, and does the work again otherwise."""
-    row = (await db.execute(_TURN_TO_KEEP, {"turn": turn_id})).first()
+    row = (await db.execute(_turn_to_keep(), {"turn": turn_id})).first()
     if row is None:
         return None
     *facts, version, agent = row
@@ -233,7 +240,7 @@ async def keep_turn(
             for n, text in enumerate(pieces, start=1)
         )
     await db.execute(
-        _KEEP,
+        _keeping(),
         {
             "agent": facts.agent_id,
             "session": facts.session_id,
@@ -247,14 +254,15 @@ async def keep_turn(
     )
 
 
+@built_once
 def _keeping() -> Any:
     """The one statement that keeps a turn's events and their parts (Core: the rows are
     complete, no ORM bookkeeping is needed). Whatever their number, the events and the
     parts travel as two JSON arrays and the parts' vectors as one ``real[]`` in binary,
     part ``n`` (counted from 1) the ``n``-th run of ``EMBEDDING_DIM`` floats: it is
     built, compiled and prepared once."""
-    event_table = HistoryEvent.__table__  # type: ignore[attr-defined]
-    part_table = HistoryPart.__table__  # type: ignore[attr-defined]
+    event_table = table(HistoryEvent)
+    part_table = table(HistoryPart)
     agent = bindparam("agent", type_=event_table.c.agent_id.type)
     session = bindparam("session", type_=event_table.c.session_id.type)
     number = bindparam("number", type_=event_table.c.turn_number.type)
@@ -267,8 +275,17 @@ def _keeping() -> Any:
             .render_derived(name=name, with_types=True)
         )
 
-    event_columns = ["id", "transcript_event_id", "execution_id", "sequence", "role",
-                     "tool_name", "tool_call_id", "is_error", "text"]  # fmt: skip
+    event_columns = [
+        "id",
+        "transcript_event_id",
+        "execution_id",
+        "sequence",
+        "role",
+        "tool_name",
+        "tool_call_id",
+        "is_error",
+        "text",
+    ]
     event = rows("events", event_table, event_columns)
     kept_events = (
         insert(event_table)
@@ -302,9 +319,6 @@ def _keeping() -> Any:
     )
 
 
-_KEEP = _keeping()
-
-
 async def _prepare(
     db: AsyncSession, embedder: Embedder, turn: _TurnFacts, config: HarnessConfig | None = None
 ) -> Prepared | None:
@@ -334,7 +348,7 @@ async def _kept_events(
     db: AsyncSession, turn_id: uuid.UUID, index: rules.HistoryIndex
 ) -> list[_Kept]:
     # columns, not ORM rows: nothing here changes them
-    rows = (await db.execute(_KEPT_EVENTS, {"turn": turn_id})).all()
+    rows = (await db.execute(_events_to_keep(), {"turn": turn_id})).all()
     events: Sequence[_EventColumns] = rows
     own = rows[0].own if rows else None
     linked = {e.execution_id for e in events if e.tool_call_id is not None}

@@ -16,7 +16,6 @@ from sqlmodel import col
 from server.domain import cursor
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.errors import BadInputError
 from server.models import HistoryEvent, HistoryPart, TranscriptEvent
 from server.services.reads import Page, check_first
 
@@ -34,7 +33,7 @@ class EventDetails:
 async def events_by_id(db: AsyncSession, ids: set[uuid.UUID]) -> dict[uuid.UUID, HistoryEvent]:
     if not ids:
         return {}
-    rows = await db.scalars(select(HistoryEvent).where(HistoryEvent.id.in_(ids)))  # type: ignore[attr-defined]
+    rows = await db.scalars(select(HistoryEvent).where(col(HistoryEvent.id).in_(ids)))
     return {r.id: r for r in rows.all()}
 
 
@@ -59,10 +58,10 @@ async def event_details(
         await db.scalars(
             select(TranscriptEvent).where(
                 or_(
-                    TranscriptEvent.id.in_([e.transcript_event_id for e in events]),  # type: ignore[attr-defined]
+                    col(TranscriptEvent.id).in_([e.transcript_event_id for e in events]),
                     and_(
-                        TranscriptEvent.turn_id.in_(answer_turns),  # type: ignore[attr-defined]
-                        TranscriptEvent.type == rules.AGENT_MESSAGE,  # type: ignore[arg-type]
+                        col(TranscriptEvent.turn_id).in_(answer_turns),
+                        col(TranscriptEvent.type) == rules.AGENT_MESSAGE,
                     ),
                 )
             )
@@ -101,23 +100,19 @@ async def list_session_history(
 ) -> Page[HistoryEvent]:
     """A session's kept events, newest first (by turn, then transcript order)."""
     check_first(first, maximum=maximum)
-    stmt: Select[Any] = select(HistoryEvent).where(HistoryEvent.session_id == session_id)  # type: ignore[arg-type]
+    stmt: Select[Any] = select(HistoryEvent).where(col(HistoryEvent.session_id) == session_id)
     if turn_number is not None:
-        stmt = stmt.where(HistoryEvent.turn_number == turn_number)  # type: ignore[arg-type]
+        stmt = stmt.where(col(HistoryEvent.turn_number) == turn_number)
     if after:
-        turn, seq, ident = cursor.decode("history", after, arity=3)
-        try:
-            position = (int(turn), int(seq), uuid.UUID(ident))
-        except ValueError as exc:
-            raise BadInputError("after is not a cursor this list gave out", field="after") from exc
+        position = cursor.decode("history", after, int, int, uuid.UUID)
         key = (col(HistoryEvent.turn_number), col(HistoryEvent.sequence), col(HistoryEvent.id))
         stmt = stmt.where(tuple_(*key) < tuple_(*position))
     rows = (
         await db.scalars(
             stmt.order_by(
-                HistoryEvent.turn_number.desc(),  # type: ignore[attr-defined]
-                HistoryEvent.sequence.desc(),  # type: ignore[attr-defined]
-                HistoryEvent.id.desc(),  # type: ignore[attr-defined]
+                col(HistoryEvent.turn_number).desc(),
+                col(HistoryEvent.sequence).desc(),
+                col(HistoryEvent.id).desc(),
             ).limit(first + 1)
         )
     ).all()

@@ -41,6 +41,7 @@ from sqlmodel import col
 
 from server.domain import history as rules
 from server.domain.history import ToolCall
+from server.domain.text import check_text
 from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent, Turn
 from server.services.transcript import APPEND_RETURNING, appending
@@ -216,10 +217,7 @@ def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) 
     out = []
     for j, call in enumerate(made):
         here = f"{at}[{j}]"
-        if not 0 < len(call.id) <= MAX_CALL_ID:
-            raise BadInputError(
-                f"{here}.id must be 1 to {MAX_CALL_ID} characters", field=f"{here}.id"
-            )
+        check_text(call.id, field=f"{here}.id", maximum=MAX_CALL_ID)
         if call.id in calls:
             raise BadInputError(
                 f"tool call id {call.id!r} is already used in this turn", field=f"{here}.id"

@@ -13,7 +13,7 @@ R64) in context (:func:`context_search`): the candidates of a hybrid search
 every part of their turns, each scored by its cosine and keyword weight, its
 predecessor's and its turn's (:mod:`server.domain.history`); each result is one
 part. The keyword candidates are found without the words too common in the
-session to tell its parts apart (:func:`keyword_text`,
+session to tell its parts apart (:func:`keywords_of`,
 :func:`server.domain.history.keyword_query`), and the keyword weight is the
 words' inverse document frequency, both counted on the parts the reader may see
 in one small statement before the search. With
@@ -49,16 +49,17 @@ from sqlmodel import col
 from server.domain import history as rules
 from server.domain.history import HistoryReader
 from server.domain.ranking import Mode
+from server.domain.text import check_text
 from server.embedding import Embedder
 from server.errors import BadInputError, NotAllowedError
 from server.models import (
     Execution,
     HistoryEvent,
     HistoryPart,
+    table,
 )
 from server.services.history_reads import EventDetails, event_details, events_by_id
-from server.services.memory import CallRef, record_tool
-from server.services.search import record_embed, record_retrieved
+from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turns import TurnScope
 from server.storage.history_gate import history_condition
 from server.storage.hybrid import (
@@ -161,8 +162,8 @@ def _check(query: str | None, ids: Sequence[uuid.UUID] | None, limit: int | None
         raise BadInputError(
             "pass a query to search, or ids to read events whole, not both", field="query"
         )
-    if query is not None and not (query.strip() and len(query) <= MAX_QUERY):
-        raise BadInputError(f"query must be 1 to {MAX_QUERY} characters", field="query")
+    if query is not None:
+        check_text(query, field="query", maximum=MAX_QUERY, blank=False)
     if ids is not None and not 1 <= len(ids) <= MAX_IDS:
         raise BadInputError(f"ids must hold 1 to {MAX_IDS} ids", field="ids")
     the_limit = DEFAULT_LIMIT if limit is None else limit
@@ -214,28 +215,20 @@ async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) ->
     return Keywords(rules.keyword_query(query, counts, parts), tuple(weights.values()))
 
 
-async def keyword_text(db: AsyncSession, *, reader: HistoryReader, query: str) -> str:
-    """The text the keyword search reads for ``query`` (R62): the query without its words
-    that too many of the parts ``reader`` may see contain. A query in web-search syntax
-    (phrases, ``OR``, ``-word``) is read as written."""
-    return (await keywords_of(db, reader=reader, query=query)).text
-
-
 # Parts have no vector index (migration 0006): a search ranks its session's parts
 # exactly, and runs under the planner's own settings. Those that steer a search to an
 # HNSW index (server.storage.hybrid.scan_settings, enable_sort off among them) would
-# only make it avoid the sorts it needs: measured on one session of 19,320 parts, 250 ms
-# a search against 30.
+# only make it avoid the sorts it needs (docs/scaling.md, "Figures behind the code").
 EXACT = True
 
 
 def _source(reader: HistoryReader) -> SearchSource:
     return SearchSource(
-        from_=HistoryPart.__table__,  # type: ignore[attr-defined]
-        key=HistoryPart.id,  # type: ignore[arg-type]
+        from_=table(HistoryPart),
+        key=table(HistoryPart).c.id,
         embedding=HistoryPart.embedding,
         tsv=HistoryPart.search_tsv,
-        created_at=HistoryPart.created_at,  # type: ignore[arg-type]
+        created_at=table(HistoryPart).c.created_at,
         where=history_condition(reader),
     )
 
@@ -255,9 +248,13 @@ def context_search(
     lexical, created_at)``, best first, the first ``limit``."""
     source = _source(reader)
     seeds = candidate_keys(
-        source=source, text=keywords.text, vector=vector, min_score=min_score,
-        pool=rules.PRESET.pool_size(limit), exact=EXACT,
-    )  # fmt: skip
+        source=source,
+        text=keywords.text,
+        vector=vector,
+        min_score=min_score,
+        pool=rules.PRESET.pool_size(limit),
+        exact=EXACT,
+    )
     now = now if now is not None else datetime.now(UTC)
     f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
     q = bindparam("q", list(vector), type_=HistoryPart.embedding.type)
@@ -268,14 +265,16 @@ def context_search(
         lexical = sum(
             (
                 case(
-                    (tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
-                     float_param(f"kwt{i}", weight)),
+                    (
+                        tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
+                        float_param(f"kwt{i}", weight),
+                    ),
                     else_=literal_column("0::float8"),
                 )
                 for i, (stems, weight) in enumerate(keywords.weights)
             ),
             start=literal_column("0::float8"),
-        )  # fmt: skip
+        )
     else:
         query = tsquery(keywords.text)
         lexical = case(
@@ -295,7 +294,7 @@ def context_search(
             lexical.label("lexical"),
         )
         .select_from(HistoryPart)
-        .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+        .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         .subquery("scored")
     )
@@ -416,7 +415,7 @@ async def _search(
         rows = (
             await db.scalars(
                 select(HistoryEvent).where(
-                    HistoryEvent.id.in_(wanted),  # type: ignore[attr-defined]
+                    col(HistoryEvent.id).in_(wanted),
                     history_condition(reader, HistoryEvent),
                 )
             )
@@ -455,7 +454,7 @@ async def load_hits(db: AsyncSession, stored: Sequence[dict[str, Any]]) -> list[
         {
             p.id: p
             for p in (
-                await db.scalars(select(HistoryPart).where(HistoryPart.id.in_(part_ids)))  # type: ignore[attr-defined]
+                await db.scalars(select(HistoryPart).where(col(HistoryPart.id).in_(part_ids)))
             ).all()
         }
         if part_ids

@@ -26,7 +26,8 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.errors import BadInputError, ConflictError
+from server.domain.text import check_text
+from server.errors import ConflictError
 from server.models import IdempotencyKey
 
 MAX_KEY = 200
@@ -51,10 +52,7 @@ async def once(
     the input the key is bound to."""
     if key is None:
         return await run()
-    if not 0 < len(key) <= MAX_KEY:
-        raise BadInputError(
-            f"idempotencyKey must be 1 to {MAX_KEY} characters", field="idempotencyKey"
-        )
+    check_text(key, field="idempotencyKey", maximum=MAX_KEY)
     digest = request_hash(request() if callable(request) else request)
     if not await db.scalar(select(func.pg_try_advisory_xact_lock(*_claim(caller, operation, key)))):
         raise _in_flight()

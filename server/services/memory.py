@@ -11,28 +11,24 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from server.domain.marking import LINE_BREAK
-from server.domain.pinned import estimate_tokens, over_budget_message, pinned_line
-from server.domain.visibility import Purpose, Reader
+from server.domain.config import check_content, check_summary
+from server.domain.visibility import Purpose, version_in_force
 from server.embedding import Embedder
-from server.errors import BadInputError, ConflictError, DomainError, NotAllowedError, NotFoundError
-from server.models import Execution, Invocation, MemoryRecord, MemoryVersion
-from server.services.transcript import append_event, start_execution
-from server.services.turns import TurnScope, ensure_memory_enabled, open_scope, pinned_entries
+from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
+from server.models import Execution, MemoryRecord, MemoryVersion
+from server.services import tools
+from server.services.pins import check_pin_budget
+from server.services.tools import CallRef, run_tool
+from server.services.turns import TurnScope, ensure_memory_enabled
 from server.storage.gate import effective_status, record_condition
 
-T = TypeVar("T")
-
-MAX_SUMMARY = 500
-MAX_CONTENT = 20_000
-MAX_LABEL_VALUE = 200
 # what a status change's version keeps of the version it follows
 VERSION_TEXT = ("summary", "content", "kind", "labels", "embedding")
 
@@ -56,109 +52,8 @@ class MemoryItem:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    execution: Execution
-    items: list[MemoryItem]
-
-
-@dataclass(frozen=True, slots=True)
-class CallRef:
-    """Where a tool call comes from: its turn, the calling execution, the model call."""
-
-    turn_id: uuid.UUID
-    caller_execution_id: uuid.UUID | None = None
-    invocation_id: uuid.UUID | None = None
-
-
-async def record_tool(
-    db: AsyncSession,
-    *,
-    ref: CallRef,
-    name: str,
-    input: dict[str, Any],
-    body: Callable[[TurnScope, Execution], Awaitable[T]],
-    output: Callable[[T], dict[str, Any]],
-) -> tuple[Execution, T]:
-    """Run a native tool as an execution of the calling execution (R25, R43, R63).
-
-    ``body`` runs in a savepoint; its result, through ``output``, is the execution's
-    output and the ``tool.result`` event's payload. A refusal (a :class:`DomainError`)
-    changes nothing of ``body``'s, is recorded as a failed execution with a
-    ``tool.error`` event, committed, and raised.
-    """
-    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
-    if ref.invocation_id is not None:
-        invocation = await db.get(Invocation, ref.invocation_id)
-        if invocation is None or invocation.execution_id != scope.caller.id:
-            raise NotFoundError(
-                f"no invocation {ref.invocation_id} in the calling execution", field="invocationId"
-            )
-    execution = await start_execution(
-        db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
-    )
-    try:
-        async with db.begin_nested():
-            value = await body(scope, execution)
-    except DomainError as exc:
-        execution.status = "failed"
-        execution.error = exc.message
-        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
-        await append_event(
-            db,
-            turn=scope.turn,
-            type="tool.error",
-            execution_id=execution.id,
-            tool_name=name,
-            payload={"error": exc.message, "code": exc.code},
-        )
-        await db.commit()
-        raise
-    result = output(value)
-    await append_event(
-        db,
-        turn=scope.turn,
-        type="tool.result",
-        execution_id=execution.id,
-        tool_name=name,
-        payload=result,
-    )
-    # ended by the DB clock, and read back in the same statement
-    ended = await db.scalar(
-        update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(status="succeeded", output=result, ended_at=func.clock_timestamp())
-        .returning(Execution)
-        .execution_options(populate_existing=True, synchronize_session=False)
-    )
-    assert ended is execution
-    return execution, value
-
-
-async def run_tool(
-    db: AsyncSession,
-    *,
-    ref: CallRef,
-    name: str,
-    input: dict[str, Any],
-    output_key: Literal["memories", "sources", "records"],
-    body: Callable[[TurnScope, Execution], Awaitable[list[MemoryItem]]],
-    more_output: Callable[[], dict[str, Any]] | None = None,
-) -> ToolResult:
-    """A memory tool (:func:`record_tool`): the output lists the items ``body`` returns
-    under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
-    a page's cursor."""
-
-    def output(items: list[MemoryItem]) -> dict[str, Any]:
-        return {
-            output_key: [item.to_json() for item in items],
-            **(more_output() if more_output is not None else {}),
-        }
-
-    execution, items = await record_tool(
-        db, ref=ref, name=name, input=input, body=body, output=output
-    )
-    return ToolResult(execution=execution, items=items)
+# the memory tools' result: the execution and the records its output names
+ToolResult: TypeAlias = tools.ToolResult[MemoryItem]
 
 
 def _require_tool(scope: TurnScope, name: str, *, writes: bool) -> None:
@@ -182,7 +77,9 @@ async def _target(
     row = (
         await db.execute(
             select(MemoryRecord, effective_status(scope.reader))
-            .where(MemoryRecord.id == record_id, record_condition(scope.reader, purpose=purpose))  # type: ignore[arg-type]
+            .where(
+                col(MemoryRecord.id) == record_id, record_condition(scope.reader, purpose=purpose)
+            )
             .with_for_update(of=MemoryRecord)
         )
     ).first()
@@ -195,12 +92,7 @@ async def _target(
             )
         raise NotFoundError(f"no memory record {record_id} that this agent can reach")
     record, status = row
-    version_id = (
-        record.prior_version_id
-        if record.pending_turn_id not in (None, scope.turn.id)
-        else record.current_version_id
-    )
-    version = await db.get(MemoryVersion, version_id)
+    version = await db.get(MemoryVersion, version_in_force(scope.reader, record))
     assert version is not None
     return record, version, status
 
@@ -265,11 +157,11 @@ async def _change_status(
     changed = await db.execute(
         update(MemoryRecord)
         .where(
-            MemoryRecord.id == record.id,  # type: ignore[arg-type]
-            MemoryRecord.status == "ACTIVE",  # type: ignore[arg-type]
+            col(MemoryRecord.id) == record.id,
+            col(MemoryRecord.status) == "ACTIVE",
             (MemoryRecord.pending_turn_id == scope.turn.id)
             if staged_here  # type: ignore[arg-type]
-            else MemoryRecord.pending_turn_id.is_(None),  # type: ignore[union-attr]
+            else col(MemoryRecord.pending_turn_id).is_(None),
         )
         .values(
             status=status,
@@ -294,29 +186,6 @@ async def next_version_number(db: AsyncSession, record_id: uuid.UUID) -> int:
     return int(last or 0) + 1
 
 
-def _labels(scope: TurnScope, labels: object) -> dict[str, str]:
-    declared = scope.config.memory.labels
-    out: dict[str, str] = {}
-    if labels is not None and not isinstance(labels, dict):
-        raise BadInputError("labels must be an object of name: value", field="labels")
-    for name, value in (labels or {}).items():
-        if name not in declared:
-            raise NotAllowedError(
-                f"label {name!r} is not declared in harness.memory.labels "
-                f"(declared: {', '.join(sorted(declared)) or 'none'})",
-                field="labels",
-            )
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise BadInputError(f"label {name} must be a string or an integer", field="labels")
-        text = str(value)
-        if not 0 < len(text) <= MAX_LABEL_VALUE:
-            raise BadInputError(
-                f"label {name} must be 1 to {MAX_LABEL_VALUE} characters", field="labels"
-            )
-        out[name] = text
-    return out
-
-
 def _scope_for(scope: TurnScope, requested: str | None) -> str:
     """R20: session unless the agent asks for agent, which needs agent in scope.write."""
     writes = scope.config.memory.write_scopes
@@ -333,77 +202,6 @@ def _scope_for(scope: TurnScope, requested: str | None) -> str:
     if choice == "session" and scope.turn.session_id is None:
         raise NotAllowedError("an agent without sessions has no session scope", field="scope")
     return choice.upper()
-
-
-async def _check_pin_budget(
-    db: AsyncSession,
-    scope: TurnScope,
-    summary: str,
-    record_id: uuid.UUID,
-    dropping: uuid.UUID | None,
-) -> None:
-    """R31 under concurrency: the pinned list of every reader of this turn's session who
-    will see the new pin must fit. A preview turn's pin is seen by preview turns; a live
-    turn's by live turns and by preview turns too, which also list the preview pins (R13):
-    both lists are checked. The pins other open turns have staged count as if they commit
-    (each holds its share of the budget until its turn ends). Checks of one agent take
-    turns (an advisory lock held to the end of this transaction), so two turns pinning at
-    once cannot both take the last room."""
-    max_tokens = scope.config.memory.pinned_max_tokens
-    if max_tokens is None:
-        raise NotAllowedError(
-            "pinning is not enabled for this agent (harness.memory.pinned)", field="pinned"
-        )
-    await db.execute(select(func.pg_advisory_xact_lock(_pin_lock_key(scope.turn.agent_id))))
-    readers = [scope.reader]
-    if not scope.reader.preview:
-        readers.append(replace(scope.reader, preview=True))
-    new_line = pinned_line(summary, record_id)
-    for reader in readers:
-        lines = [e.line for e in await pinned_entries(db, reader=reader) if e.record_id != dropping]
-        lines.extend(await _reserved_pins(db, reader))
-        needed = estimate_tokens([*lines, new_line])
-        if needed > max_tokens:
-            raise NotAllowedError(
-                over_budget_message(needed=needed, max_tokens=max_tokens), field="pinned"
-            )
-
-
-def _pin_lock_key(agent_id: uuid.UUID) -> int:
-    """The agent's advisory lock key for pin checks (a signed 64-bit number)."""
-    return int.from_bytes(agent_id.bytes[:8], "big", signed=True)
-
-
-async def _reserved_pins(db: AsyncSession, reader: Reader) -> list[str]:
-    """Lines of the pinned records other open turns have written and not yet committed
-    that the reader (of the checking turn's session) would list once they commit: same
-    agent, a scope the reader reads (its own session's, for session scope), preview ones
-    only for a preview reader. A pin another turn is replacing still counts: the
-    reservation errs on the full side."""
-    r = MemoryRecord
-    readable: list[ColumnElement[bool]] = []
-    if "agent" in reader.read_scopes:
-        readable.append(col(r.scope) == "AGENT")
-    if "session" in reader.read_scopes and reader.session_id is not None:
-        readable.append(and_(col(r.scope) == "SESSION", col(r.session_id) == reader.session_id))
-    if not readable:
-        return []
-    conds = [
-        col(r.agent_id) == reader.agent_id,
-        col(r.committed).is_(False),
-        col(r.pinned).is_(True),
-        col(r.turn_id) != reader.turn_id,
-        or_(*readable),
-    ]
-    if not reader.preview:
-        conds.append(col(r.preview).is_(False))
-    rows = await db.execute(
-        select(col(r.id), col(MemoryVersion.summary))
-        .join(MemoryVersion, col(MemoryVersion.id) == col(r.current_version_id))
-        .where(*conds)
-        .order_by(col(r.seq))
-    )
-    return [pinned_line(summary, record_id) for record_id, summary in rows.all()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,22 +230,14 @@ def check_new_record(
     scope: str | None,
 ) -> NewRecord:
     """A record's fields as add_memory takes them, or the refusal the agent reads (R24)."""
-    text = summary.strip()
-    if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
-        raise BadInputError(
-            f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
-            field="summary",
-        )
-    if content is not None and len(content) > MAX_CONTENT:
-        raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
-    the_kind = kind or ts.config.memory.kinds[0]
-    if the_kind not in ts.config.memory.kinds:
-        raise NotAllowedError(
-            f"kind {the_kind!r} is not declared (harness.memory.kinds: "
-            f"{', '.join(ts.config.memory.kinds)})",
-            field="kind",
-        )
-    return NewRecord(text, content, the_kind, _labels(ts, labels), _scope_for(ts, scope))
+    memory = ts.config.memory
+    return NewRecord(
+        check_summary(summary),
+        check_content(content),
+        memory.check_kind(kind or memory.kinds[0]),
+        memory.check_labels(labels),
+        _scope_for(ts, scope),
+    )
 
 
 async def write_record(
@@ -474,8 +264,13 @@ async def write_record(
             )
     record_id = uuid.uuid4()
     if pinned:
-        await _check_pin_budget(
-            db, ts, fields.summary, record_id, old[0].id if old and old[0].pinned else None
+        await check_pin_budget(
+            db,
+            reader=ts.reader,
+            max_tokens=ts.config.memory.pinned_max_tokens,
+            summary=fields.summary,
+            record_id=record_id,
+            dropping=old[0].id if old and old[0].pinned else None,
         )
     embedded = await vector()
     record = MemoryRecord(
@@ -563,13 +358,12 @@ async def add_memory(
 
     # The vector is needed whenever the call succeeds: its forward pass runs while the
     # turn is locked and the execution written, not after.
-    text = summary.strip()
-    valid = 0 < len(text) <= MAX_SUMMARY and not LINE_BREAK.search(text)
-    embedding = asyncio.ensure_future(
-        embedder.embed_one(f"{text}\n{content}" if content else text)
-        if valid and (content is None or len(content) <= MAX_CONTENT)
-        else _refused()  # the body refuses such input before it needs a vector
-    )
+    try:
+        text = check_summary(summary)
+        forward = embedder.embed_one(f"{text}\n{content}" if check_content(content) else text)
+    except BadInputError:
+        forward = _refused()  # the body refuses such input before it needs a vector
+    embedding = asyncio.ensure_future(forward)
     try:
         return await run_tool(
             db, ref=ref, name="add_memory", input=args, output_key="memories", body=body

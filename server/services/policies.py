@@ -20,12 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.grants import Grant as GrantRule
+from server.domain.text import check_name
 from server.errors import BadInputError, ConflictError, NotFoundError
 from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 _TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 
 
@@ -36,16 +36,6 @@ class PolicyView:
     policy: Policy
     grants: list[Grant] = field(default_factory=list)
     bindings: list[PolicyBinding] = field(default_factory=list)
-
-
-def _check_name(value: str, what: str) -> str:
-    if not _NAME.fullmatch(value):
-        raise BadInputError(
-            f"{what} must start with a letter and hold only letters, digits, '_' or '-', "
-            f"got {value!r}",
-            field=what,
-        )
-    return value
 
 
 async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
@@ -59,7 +49,7 @@ async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
 
 
 async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
-    policy = Policy(namespace=_check_name(namespace, "namespace"), name=_check_name(name, "name"))
+    policy = Policy(namespace=check_name(namespace, "namespace"), name=check_name(name, "name"))
     await _insert(db, policy, f"policy {namespace}/{name} already exists")
     return policy
 
@@ -98,9 +88,9 @@ async def remove_grant(
     policy = await find_policy(db, namespace=namespace, name=name)
     removed = await db.execute(
         delete(Grant).where(
-            Grant.policy_id == policy.id,  # type: ignore[arg-type]
-            Grant.privilege == rule.privilege,  # type: ignore[arg-type]
-            Grant.pattern == str(rule.pattern),  # type: ignore[arg-type]
+            col(Grant.policy_id) == policy.id,
+            col(Grant.privilege) == rule.privilege,
+            col(Grant.pattern) == str(rule.pattern),
         )
     )
     if removed.rowcount == 0:  # type: ignore[attr-defined]
@@ -113,9 +103,9 @@ async def find_agent(db: AsyncSession, *, ref: str, namespace: str | None = None
     try:
         agent = await db.get(Agent, uuid.UUID(ref))
     except ValueError:
-        query = select(Agent).where(Agent.name == ref)  # type: ignore[arg-type]
+        query = select(Agent).where(col(Agent.name) == ref)
         if namespace:
-            query = query.where(Agent.namespace == namespace)  # type: ignore[arg-type]
+            query = query.where(col(Agent.namespace) == namespace)
         found = (await db.scalars(query.limit(2))).all()
         if len(found) > 1:
             raise BadInputError(
@@ -170,9 +160,9 @@ async def unbind(
     stored = await _subject(db, policy, subject_type, subject)
     removed = await db.execute(
         delete(PolicyBinding).where(
-            PolicyBinding.policy_id == policy.id,  # type: ignore[arg-type]
-            PolicyBinding.subject_type == subject_type,  # type: ignore[arg-type]
-            PolicyBinding.subject == stored,  # type: ignore[arg-type]
+            col(PolicyBinding.policy_id) == policy.id,
+            col(PolicyBinding.subject_type) == subject_type,
+            col(PolicyBinding.subject) == stored,
         )
     )
     if removed.rowcount == 0:  # type: ignore[attr-defined]
@@ -184,7 +174,7 @@ async def unbind(
 async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> list[PolicyView]:
     stmt = select(Policy).order_by(col(Policy.namespace), col(Policy.name))
     if namespace is not None:
-        stmt = stmt.where(Policy.namespace == namespace)  # type: ignore[arg-type]
+        stmt = stmt.where(col(Policy.namespace) == namespace)
     policies = list((await db.scalars(stmt)).all())
     ids = [p.id for p in policies]
     views = {p.id: PolicyView(policy=p) for p in policies}

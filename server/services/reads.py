@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain import cursor
 from server.domain.visibility import Purpose, Reader
@@ -21,7 +22,6 @@ from server.models import Agent, MemoryRecord, MemoryVersion, Session, Turn
 from server.storage.gate import effective_status, record_condition
 
 T = TypeVar("T")
-_MAX_SEQ = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,42 +61,33 @@ async def list_records(
     if filter.status:
         stmt = stmt.where(effective_status(reader) == filter.status)
     if filter.scope:
-        stmt = stmt.where(MemoryRecord.scope == filter.scope)  # type: ignore[arg-type]
+        stmt = stmt.where(col(MemoryRecord.scope) == filter.scope)
     if filter.session_id:
-        stmt = stmt.where(MemoryRecord.session_id == filter.session_id)  # type: ignore[arg-type]
+        stmt = stmt.where(col(MemoryRecord.session_id) == filter.session_id)
     if filter.preview is not None:
-        stmt = stmt.where(MemoryRecord.preview.is_(filter.preview))  # type: ignore[attr-defined]
+        stmt = stmt.where(col(MemoryRecord.preview).is_(filter.preview))
     if filter.kind or filter.labels:
-        stmt = stmt.join(MemoryVersion, MemoryVersion.id == MemoryRecord.current_version_id)  # type: ignore[arg-type]
+        stmt = stmt.join(
+            MemoryVersion, col(MemoryVersion.id) == col(MemoryRecord.current_version_id)
+        )
         if filter.kind:
-            stmt = stmt.where(MemoryVersion.kind == filter.kind)  # type: ignore[arg-type]
+            stmt = stmt.where(col(MemoryVersion.kind) == filter.kind)
         if filter.labels:
-            stmt = stmt.where(MemoryVersion.labels.contains(dict(filter.labels)))  # type: ignore[attr-defined]
+            stmt = stmt.where(col(MemoryVersion.labels).contains(dict(filter.labels)))
     if after is not None:
-        (seq,) = cursor.decode("record", after, arity=1)
-        stmt = stmt.where(MemoryRecord.seq < _position(seq))  # type: ignore[arg-type,operator]
-    rows = (await db.scalars(stmt.order_by(MemoryRecord.seq.desc()).limit(first + 1))).all()  # type: ignore[union-attr]
+        (seq,) = cursor.decode("record", after, cursor.seq)
+        stmt = stmt.where(col(MemoryRecord.seq) < seq)
+    rows = (await db.scalars(stmt.order_by(col(MemoryRecord.seq).desc()).limit(first + 1))).all()
     return Page(
         items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
         has_next=len(rows) > first,
     )
 
 
-def _position(seq: str) -> int:
-    """A record cursor's position: a positive bigint, as ``memory_records.seq`` is."""
-    if not (seq.isascii() and seq.isdigit() and len(seq) <= 19 and 0 < int(seq) <= _MAX_SEQ):
-        raise BadInputError("after is not a cursor this list gave out", field="after")
-    return int(seq)
-
-
 def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
     if after is None:
         return None
-    at, ident = cursor.decode(kind, after, arity=2)
-    try:
-        when, key = datetime.fromisoformat(at), uuid.UUID(ident)
-    except ValueError as exc:
-        raise BadInputError("after is not a cursor this list gave out", field="after") from exc
+    when, key = cursor.decode(kind, after, datetime.fromisoformat, uuid.UUID)
     return or_(model.created_at < when, and_(model.created_at == when, model.id < key))
 
 
@@ -157,11 +148,11 @@ async def turn_memories(
     rows = await db.scalars(
         select(MemoryRecord)
         .where(
-            MemoryRecord.id.in_(touched),  # type: ignore[attr-defined]
+            col(MemoryRecord.id).in_(touched),
             record_condition(reader, purpose=Purpose.READ),
-            MemoryRecord.pending_turn_id.is_distinct_from(turn_id),  # type: ignore[union-attr]
+            col(MemoryRecord.pending_turn_id).is_distinct_from(turn_id),
         )
-        .order_by(MemoryRecord.seq)  # type: ignore[arg-type]
+        .order_by(col(MemoryRecord.seq))
     )
     return list(rows.all())
 
@@ -175,7 +166,7 @@ async def list_agents(
 async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:
     return await db.scalar(
         select(Agent).where(
-            Agent.namespace == namespace,  # type: ignore[arg-type]
-            Agent.name == name,  # type: ignore[arg-type]
+            col(Agent.namespace) == namespace,
+            col(Agent.name) == name,
         )
     )

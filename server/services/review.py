@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -39,7 +39,7 @@ from server.services.review_memory import (
     similar,
     vectors,
 )
-from server.services.transcript import start_execution
+from server.services.transcript import end_execution, start_execution
 from server.services.turns import TurnScope, ensure_memory_enabled, open_scope
 
 REVIEW_TOOL = "memory_review"
@@ -173,14 +173,7 @@ async def apply_review(
         [(c, d["action"], d.get("record_id")) for c, d in zip(checked, decisions, strict=True)],
     )
     output = {"memories": [item.to_json() for item in items], "decisions": outcomes}
-    ended = await db.scalar(
-        update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(status="succeeded", output=output, ended_at=func.clock_timestamp())
-        .returning(Execution)
-        .execution_options(populate_existing=True, synchronize_session=False)
-    )
-    assert ended is not None
+    ended = await end_execution(db, execution, output=output)
     review.status = "applied"
     review.applied_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
     await db.flush()

@@ -18,15 +18,15 @@ from server.domain import review as rules
 from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, DomainError
-from server.models import Execution, MemoryRecord, MemoryVersion
+from server.models import Execution, MemoryRecord, MemoryVersion, table
 from server.services.memory import (
-    CallRef,
     MemoryItem,
     NewRecord,
     check_new_record,
     delete_record,
     write_record,
 )
+from server.services.tools import CallRef
 from server.services.turns import TurnScope
 from server.storage.gate import effective_status, record_condition, version_in_force
 
@@ -43,15 +43,12 @@ class Candidate:
         summary = raw.get("summary")
         if not isinstance(summary, str):
             raise BadInputError("a candidate needs a summary", field="summary")
-        labels = raw.get("labels")
-        if labels is not None and not isinstance(labels, dict):
-            raise BadInputError("labels must be an object of name: value", field="labels")
         fields = check_new_record(
             scope,
             summary=summary,
             content=raw.get("content"),
             kind=raw.get("kind"),
-            labels=labels,
+            labels=raw.get("labels"),
             scope=raw.get("scope"),
         )
         return cls(index, fields)
@@ -82,7 +79,7 @@ async def similar(
 ) -> list[Similar]:
     """The ``k`` records most like ``vector`` that ``reader`` may change: active, visible,
     within its write scopes, ranked exactly by cosine (newer first on ties)."""
-    q = bindparam("q", list(vector), type_=MemoryVersion.__table__.c.embedding.type)  # type: ignore[attr-defined]
+    q = bindparam("q", list(vector), type_=table(MemoryVersion).c.embedding.type)
     distance = col(MemoryVersion.embedding).op("<=>", return_type=Float)(q)
     rows: Sequence[Any] = (
         await db.execute(

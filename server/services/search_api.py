@@ -1,7 +1,7 @@
 """Memory search for API readers such as dashboards, and the namespaces they may browse.
 
 A dashboard's search ranks an agent's records by text (R41) exactly as the agent's own
-``search_memory`` does: the same statement (:func:`server.services.search.ranked`), the
+``search_memory`` does: the same statement (:func:`server.services.memory_ranking.ranked`), the
 mode and minimum score of the agent's latest version (defaults when it has none). It
 reads as an API reader (:meth:`server.domain.visibility.Reader.for_api`): committed
 ACTIVE records of the agent, live or preview, of either scope (R14). Unlike the tool it
@@ -19,12 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import SearchConfig
+from server.domain.text import check_text
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, NotFoundError
 from server.models import Agent, AgentVersion
 from server.services.agents import config_of
-from server.services.search import MAX_LIMIT, MAX_QUERY, Filters, Found, ranked
+from server.services.memory_ranking import Filters, Found, ranked_by
+from server.services.search import MAX_LIMIT, MAX_QUERY
 
 DEFAULT_LIMIT = 10
 
@@ -50,10 +52,7 @@ async def search_agent_memory(
     labels: Sequence[tuple[str, str]] = (),
 ) -> list[Found]:
     """The agent's records best matching ``query``, best first; nothing is written."""
-    if not query.strip() or len(query) > MAX_QUERY or "\x00" in query:
-        raise BadInputError(
-            f"query must be 1 to {MAX_QUERY} characters, not blank, without NUL", field="query"
-        )
+    check_text(query, field="query", maximum=MAX_QUERY, blank=False)
     the_limit = DEFAULT_LIMIT if limit is None else limit
     if not 1 <= the_limit <= MAX_LIMIT:
         raise BadInputError(f"limit must be from 1 to {MAX_LIMIT}", field="limit")
@@ -61,17 +60,16 @@ async def search_agent_memory(
     if agent is None:
         raise NotFoundError(f"no agent with id {agent_id}", field="agentId")
     search = await _search_config(db, agent)
-    vector = None if search.mode == "lexical" else (await embedder.embed_one(query))[0]
-    return await ranked(
+    found, _ = await ranked_by(
         db,
+        embedder,
         reader=Reader.for_api(agent_id=agent_id),
+        search=search,
         query=query,
-        vector=vector,
-        mode=search.mode,
-        min_score=search.min_score,
         limit=the_limit,
         filters=Filters(kind=kind, labels=tuple(sorted(dict(labels).items()))),
     )
+    return found
 
 
 async def namespaces(db: AsyncSession) -> list[str]:

@@ -10,7 +10,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from server.models import Execution, TranscriptEvent, Turn
+from server.models import Execution, TranscriptEvent, Turn, table
+from server.storage.built import built_once
 
 AS_WRITTEN = {"dml_strategy": "orm"}
 """Execution options of an ORM INSERT or UPDATE built once and run with parameters:
@@ -46,9 +47,9 @@ def _append() -> Any:
     ``event_seq`` is advanced by their number and they take the numbers before it, in
     order. The rows travel as one JSON array, so the statement is the same whatever
     their number: it is built, compiled and prepared once."""
-    table = TranscriptEvent.__table__  # type: ignore[attr-defined]
+    events = table(TranscriptEvent)
     count = bindparam("count", type_=Integer)
-    turn_id = bindparam("turn", type_=table.c.turn_id.type)
+    turn_id = bindparam("turn", type_=events.c.turn_id.type)
     allocated = (
         update(Turn)
         .where(col(Turn.id) == turn_id)
@@ -65,13 +66,22 @@ def _append() -> Any:
     return (
         insert(TranscriptEvent)
         .from_select(
-            ["id", "agent_id", "turn_id", "execution_id", "sequence", "type", "payload",
-             "tool_name", "tool_call_id"],
+            [
+                "id",
+                "agent_id",
+                "turn_id",
+                "execution_id",
+                "sequence",
+                "type",
+                "payload",
+                "tool_name",
+                "tool_call_id",
+            ],
             select(
                 func.gen_random_uuid(),
-                bindparam("agent", type_=table.c.agent_id.type),
+                bindparam("agent", type_=events.c.agent_id.type),
                 turn_id,
-                cast(value["execution_id"].astext, table.c.execution_id.type),
+                cast(value["execution_id"].astext, events.c.execution_id.type),
                 allocated.c.event_seq - count + event.c.n,
                 value["type"].astext,
                 value.op("->", return_type=JSONB)("payload"),
@@ -80,7 +90,7 @@ def _append() -> Any:
             ).select_from(allocated.join(event, true())),
         )
         .execution_options(**AS_WRITTEN)
-    )  # fmt: skip
+    )
 
 
 APPEND = _append()
@@ -121,9 +131,25 @@ async def start_execution(
     }
     if input is not None:  # left out, it is SQL NULL (given, None would be JSON null)
         values["input"] = input
-    execution: Execution | None = await db.scalar(_START, values)
+    execution: Execution | None = await db.scalar(_start(), values)
     assert execution is not None
     return execution
 
 
-_START = insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)
+@built_once
+def _start() -> Any:
+    return insert(Execution).returning(Execution).execution_options(**AS_WRITTEN)
+
+
+async def end_execution(db: AsyncSession, execution: Execution, *, output: Any) -> Execution:
+    """The execution succeeded with ``output``, ended by the database's clock (as every
+    time in the transcript) and read back into ``execution`` in the same statement."""
+    ended = await db.scalar(
+        update(Execution)
+        .where(col(Execution.id) == execution.id)
+        .values(status="succeeded", output=output, ended_at=func.clock_timestamp())
+        .returning(Execution)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert ended is not None
+    return ended

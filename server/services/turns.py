@@ -9,7 +9,6 @@ then the agent's alone (resolvers/permissions.py).
 
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,8 +20,8 @@ from sqlmodel import col
 
 from server.domain.config import HarnessConfig
 from server.domain.history import SEARCH_FIRST, HistoryReader
-from server.domain.pinned import newest_that_fit, omitted_note, pinned_line
-from server.domain.visibility import Purpose, Reader
+from server.domain.text import check_text
+from server.domain.visibility import Reader
 from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
 from server.models import (
     Agent,
@@ -41,17 +40,10 @@ from server.services.agents import (
     session_to_begin,
 )
 from server.services.lookup import get
+from server.services.pins import PinnedEntry, pinned_list
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
-from server.storage.gate import record_condition, version_in_force
+from server.storage.built import built_once
 from server.storage.history_gate import history_condition
-
-
-@dataclass(frozen=True, slots=True)
-class PinnedEntry:
-    record_id: uuid.UUID
-    version_id: uuid.UUID
-    summary: str
-    line: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,35 +134,33 @@ async def begin_turn(
     }
     if number is None:  # the next in its place, counted by the INSERT
         values["place"] = session.id if session else agent.id
-        stmt = _NEXT_IN_SESSION if session else _NEXT_OF_AGENT
+        stmt = _next_turn(in_session=session is not None)
     else:
         values["number"] = number
-        stmt = _NUMBERED
+        stmt = _numbered()
     turn: Turn | None = await db.scalar(stmt, values)  # no unit of work
     assert turn is not None
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
     max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
-    pinned = [] if max_tokens is None else await pinned_entries(db, reader=reader_for(turn, config))
-    notes: list[str] = []
-    payload: dict[str, Any] = {}
-    if max_tokens is not None:  # R31: never list more than the budget (server/domain/pinned.py)
-        shown = newest_that_fit([p.line for p in pinned], max_tokens)
-        omitted, pinned = pinned[: len(pinned) - shown], pinned[len(pinned) - shown :]
-        if omitted:
-            notes.append(omitted_note(omitted=len(omitted), max_tokens=max_tokens))
-            payload["omitted"] = _versions(omitted)
+    pins = await pinned_list(db, reader=reader_for(turn, config), max_tokens=max_tokens)
+    notes = [pins.note] if pins.note else []
+    payload: dict[str, Any] = {"omitted": _versions(pins.omitted)} if pins.omitted else {}
     await append_event(
         db,
         turn=turn,
         type="memory.pinned",
         execution_id=execution.id,
-        payload={"lines": [p.line for p in pinned], "versions": _versions(pinned), **payload},
+        payload={
+            "lines": [p.line for p in pins.shown],
+            "versions": _versions(pins.shown),
+            **payload,
+        },
     )
     if await _has_history(db, turn, config):
         notes.append(SEARCH_FIRST)
-    return BegunTurn(turn=turn, execution=execution, pinned=pinned, notes=notes)
+    return BegunTurn(turn=turn, execution=execution, pinned=pins.shown, notes=notes)
 
 
 def _versions(entries: list[PinnedEntry]) -> list[dict[str, str]]:
@@ -233,9 +223,11 @@ async def _number(
     raise AssertionError("unreachable: a replay or a retry was named")
 
 
-def _next_in(place: Any) -> Any:
-    """A new turn, numbered the next after the last of its place (``place`` column equal
-    to the ``place`` parameter), returned."""
+@built_once
+def _next_turn(*, in_session: bool) -> Any:
+    """A new turn, numbered the next after the last of its place (its session, or its
+    agent: the column equal to the ``place`` parameter), returned."""
+    place = col(Turn.session_id) if in_session else col(Turn.agent_id)
     last = func.coalesce(func.max(col(Turn.number)), 0)
     number = (
         select(last + 1)
@@ -245,29 +237,9 @@ def _next_in(place: Any) -> Any:
     return insert(Turn).values(number=number).returning(Turn).execution_options(**AS_WRITTEN)
 
 
-_NEXT_IN_SESSION = _next_in(col(Turn.session_id))
-_NEXT_OF_AGENT = _next_in(col(Turn.agent_id))
-_NUMBERED = insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
-
-
-async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntry]:
-    """The pinned records the reader can see, oldest pin first, each with the version in
-    force for this reader: another open turn's staged change is not yet seen (R12, R30)."""
-    rows = (
-        await db.execute(
-            select(col(MemoryRecord.id), col(MemoryVersion.id), col(MemoryVersion.summary))
-            .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
-            .where(
-                col(MemoryRecord.pinned).is_(True),
-                record_condition(reader, purpose=Purpose.SEARCH),
-            )
-            .order_by(col(MemoryRecord.seq))
-        )
-    ).all()
-    return [
-        PinnedEntry(record_id=rid, version_id=vid, summary=s, line=pinned_line(s, rid))
-        for rid, vid, s in rows
-    ]
+@built_once
+def _numbered() -> Any:
+    return insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
 
 
 async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = False) -> Turn:
@@ -292,12 +264,12 @@ def _holding(stmt: Any, *, exclusive: bool) -> Any:
     )
 
 
-@functools.cache
+@built_once
 def _open_turn(exclusive: bool) -> Any:
     return _holding(select(Turn), exclusive=exclusive)
 
 
-@functools.cache
+@built_once
 def _open_scope(by_caller: bool, exclusive: bool) -> Any:
     """:func:`open_scope`'s statement: the turn with its version, agent and caller
     execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
@@ -366,8 +338,7 @@ async def start_helper(
     """Record a helper (subagent) or a program run by a programmatic tool caller (R23)."""
     if kind not in ("helper", "program"):
         raise BadInputError("kind must be helper or program", field="kind")
-    if not 0 < len(name.strip()) <= 200:
-        raise BadInputError("name must be 1 to 200 characters", field="name")
+    check_text(name, field="name", maximum=200, blank=False)
     scope = await open_scope(db, turn_id=turn_id, caller_execution_id=parent_execution_id)
     return await start_execution(
         db, turn=scope.turn, kind=kind, name=name, parent_id=scope.caller.id
@@ -380,7 +351,8 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     update would not wait for) and closes it; of two closers the second finds it no
     longer open."""
     closed: Turn | None = await db.scalar(
-        _CLOSE, {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)}
+        _closing(),
+        {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)},
     )
     if closed is None:
         turn = await get(db, Turn, turn_id)
@@ -391,6 +363,7 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
 
 
 # built once, run with parameters (AS_WRITTEN)
+@built_once
 def _closing() -> Any:
     locked = (
         select(col(Turn.id))
@@ -409,10 +382,7 @@ def _closing() -> Any:
     )
 
 
-_CLOSE = _closing()
-
-
-@functools.cache
+@built_once
 def _ending(succeeded: bool) -> Any:
     """The turn's (parameter ``turn``) running executions ended, as its close says."""
     return (
@@ -423,6 +393,7 @@ def _ending(succeeded: bool) -> Any:
     )
 
 
+@built_once
 def _publishing() -> Any:
     """The records the turn (parameter ``turn``) wrote are committed, those it changed
     released: one statement."""
@@ -441,13 +412,10 @@ def _publishing() -> Any:
     )
 
 
-_PUBLISH = _publishing()
-
-
 async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     """Publish the turn's staged memory (R12)."""
     turn = await _close(db, turn_id, "committed", None)
-    await db.execute(_PUBLISH, {"turn": turn_id})
+    await db.execute(_publishing(), {"turn": turn_id})
     return turn
 
 
@@ -510,8 +478,7 @@ async def record_invocation(
     await open_turn(db, turn_id=execution.turn_id)
     if input_tokens < 0 or output_tokens < 0:
         raise BadInputError("token counts cannot be negative", field="inputTokens")
-    if not 0 < len(model) <= 200:
-        raise BadInputError("model must be 1 to 200 characters", field="model")
+    check_text(model, field="model", maximum=200)
     invocation = Invocation(
         agent_id=execution.agent_id,
         execution_id=execution.id,

@@ -14,7 +14,6 @@ migration 0005) where no open turn is involved, and asked of
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select
@@ -22,6 +21,7 @@ from sqlalchemy.orm import aliased
 
 from server.domain.visibility import Purpose, Reader
 from server.models import MemoryRecord, MemoryVersion
+from server.storage.built import built_once
 
 
 def _staged_by_other(reader: Reader, r: Any) -> ColumnElement[bool]:
@@ -61,9 +61,16 @@ def _exists(reader: Reader, r: Any) -> ColumnElement[bool]:
 
 def _base(reader: Reader, r: Any) -> ColumnElement[bool]:
     """``base_visible``: R10, R11, R12 and the live half of R13."""
-    conds: list[ColumnElement[bool]] = [_exists(reader, r)]
     if reader.api:
-        return conds[0]
+        return _exists(reader, r)
+    return and_(_exists(reader, r), in_reach(reader, r))
+
+
+def in_reach(reader: Reader, r: Any = MemoryRecord) -> ColumnElement[bool]:
+    """R11 and the live half of R13 for a turn's reader: a scope it reads (its own
+    session's, for session scope), and preview rows only for a preview reader. With
+    ``agent_id`` and ``committed`` left aside, the rows it would see once written."""
+    conds: list[ColumnElement[bool]] = []
     if not reader.preview:
         conds.append(r.preview.is_(False))
     scopes: list[ColumnElement[bool]] = []
@@ -86,10 +93,10 @@ def _not_named_by_preview(reader: Reader, record_id: Any) -> ColumnElement[bool]
     )
 
 
-@cache
+@built_once
 def _naming_record() -> Any:
-    """The alias for "a preview record naming this one" (R13), built once: adapting a fresh
-    alias's columns costs milliseconds on every query."""
+    """The alias for "a preview record naming this one" (R13), made once: a fresh alias
+    per query would make each query's statement, and its cache key, new."""
     return aliased(MemoryRecord, name="naming_record")
 
 

@@ -7,18 +7,18 @@ index, a ``created_at`` and a ``uuid`` key. A caller describes what to rank
 with a :class:`SearchSource` and calls :func:`hybrid_search`::
 
     source = SearchSource(
-        from_=MemoryVersion.__table__.join(MemoryRecord.__table__, <on>),
+        from_=table(MemoryVersion),
         key=MemoryVersion.id, embedding=MemoryVersion.embedding,
         tsv=MemoryVersion.search_tsv, created_at=MemoryVersion.created_at,
-        where=and_(record_condition(reader, purpose=Purpose.SEARCH), <current version>, ...),
+        where=searchable_version(reader),  # server.storage.gate
     )
     hits = await hybrid_search(db, source=source, text="...", vector=[...],
                                mode="hybrid", min_score=0.3, limit=10)
 
 A caller that runs the same statement often may build it once with
 :func:`build_search` and run it with :func:`run_search`, giving the values that
-change from call to call by name (:func:`search_parameters`): building the
-statement costs milliseconds, running it under the same settings does not.
+change from call to call by name (:func:`search_parameters`)
+(:mod:`server.storage.built`; docs/scaling.md, "Statements built once").
 
 ``hits`` are :class:`Hit` rows, best first: the key, the score (cosine,
 full-text rank or fused score by mode), the cosine and the full-text rank.
@@ -411,9 +411,14 @@ def candidate_keys(
     candidates, or rows near them, in its own way; run it with :func:`run_search`)."""
     _check(mode="hybrid", text=text, vector=vector, min_score=min_score, limit=pool)
     v = _vector_cte(
-        source, vector=vector, text=None, min_score=min_score, pool=pool, exact=exact,
+        source,
+        vector=vector,
+        text=None,
+        min_score=min_score,
+        pool=pool,
+        exact=exact,
         exact_below=exact_below,
-    )  # fmt: skip
+    )
     lex = _lexical_cte(source, text=text, vector=None, pool=pool)
     return union(select(v.c.key), select(lex.c.key)).cte("seeds")
 
@@ -473,9 +478,17 @@ async def hybrid_search(
     """
     when = now if now is not None else datetime.now(UTC)
     stmt = build_search(
-        source=source, text=text, vector=vector, mode=mode, min_score=min_score,
-        limit=limit, preset=preset, now=when, exact=exact, exact_below=exact_below,
-    )  # fmt: skip
+        source=source,
+        text=text,
+        vector=vector,
+        mode=mode,
+        min_score=min_score,
+        limit=limit,
+        preset=preset,
+        now=when,
+        exact=exact,
+        exact_below=exact_below,
+    )
     if limit == 0:
         return []
     return await run_search(db, stmt, mode=mode, limit=limit, preset=preset, exact=exact)
@@ -545,8 +558,7 @@ async def run_search(
 ) -> list[Hit]:
     """Run a statement of :func:`build_search` (with ``params`` overriding its values by
     name) under the scan settings of :func:`scan_settings`; the hits, best first."""
-    rows = await scanned_rows(db, stmt, params, mode=mode, limit=limit, preset=preset,
-                              exact=exact)  # fmt: skip
+    rows = await scanned_rows(db, stmt, params, mode=mode, limit=limit, preset=preset, exact=exact)
     return [
         Hit(
             key=row.key,

@@ -388,7 +388,7 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     sees; the search then finds the message the rare words name, in lexical mode too."""
     from server.domain import history as rules
     from server.domain.history import HistoryReader
-    from server.services.history_search import keyword_text, rank_parts
+    from server.services.history_search import keywords_of, rank_parts
 
     s, session = await _agent(api)
     chatter = [user(f"Dana: Dana says hello again, Dana is here, note {i}") for i in range(24)]
@@ -400,13 +400,13 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     )  # fmt: skip
     query = "Where did Dana leave the spare key?"
     async with api.database.session() as db:
-        assert await keyword_text(db, reader=reader, query=query) == "leave spare key"
+        assert (await keywords_of(db, reader=reader, query=query)).text == "leave spare key"
         # a reader before turn 1 sees no parts: nothing is common, the query stays whole
         early = HistoryReader(reader.agent_id, reader.session_id, 1, False)
-        assert await keyword_text(db, reader=early, query=query) == query
+        assert (await keywords_of(db, reader=early, query=query)).text == query
         # web-search syntax is read as written
         quoted = '"Dana" key'
-        assert await keyword_text(db, reader=reader, query=quoted) == quoted
+        assert (await keywords_of(db, reader=reader, query=quoted)).text == quoted
         (top,) = await rank_parts(db, reader=reader, query=query, vector=None, limit=1,
                                   mode="lexical")  # fmt: skip
         part = await db.get(HistoryPart, top.key)

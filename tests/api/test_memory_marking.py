@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import update
 
 from server.models import MemoryVersion
-from server.services.search import RECALL_NOTICE
+from server.services.recall import RECALL_NOTICE
 from tests.api.scenario import ADD, Scenario, memory_config, memory_record
 from tests.api.test_recall import recall
 from tests.conftest import Api

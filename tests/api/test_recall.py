@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from server.models import Execution, Invocation, OutputUse
-from server.services.search import RECALL_NOTICE
+from server.services.recall import RECALL_NOTICE
 from tests.api.scenario import HELPER, Scenario, memory_config, turn_view
 from tests.conftest import Api
 

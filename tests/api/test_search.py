@@ -425,8 +425,6 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        ({"kind": "opinion"}, "kind"),
-        ({"labels": {"colour": "red"}}, "labels"),
         ({"labels": {"project": True}}, "labels"),
         ({"labels": ["project"]}, "labels"),
         ({"limit": 0}, "limit"),
@@ -455,6 +453,24 @@ async def test_r24_bad_arguments_are_refused_and_recorded_failed(
     [run] = runs
     assert run["status"] == "failed" and run["invocations"] == []
     assert view["transcript"][-1]["type"] == "tool.error"
+    assert await retrieved(api, run["id"]) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "field"), [({"kind": "opinion"}, "kind"), ({"labels": {"colour": "red"}}, "labels")]
+)
+async def test_r3_r4_r24_undeclared_kind_or_label_is_not_allowed(
+    world: World, args: dict[str, Any], field: str
+) -> None:
+    """R24: filtering by a kind or label the configuration does not declare is NOT_ALLOWED,
+    as add_memory refuses it; the failed execution is recorded, nothing is retrieved."""
+    api = world.scenario.api
+    turn = await world.turn()
+    message, ext = await api.error(SEARCH, turn=turn, **_vars(dict(args)))
+    assert ext["code"] == "NOT_ALLOWED" and ext.get("field") == field, (message, ext)
+    view = await turn_view(api, turn)
+    [run] = [e for e in view["executions"] if e["name"] == "search_memory"]
+    assert run["status"] == "failed" and run["invocations"] == []
     assert await retrieved(api, run["id"]) == []
 
 

@@ -1,0 +1,295 @@
+"""Ranking memory records for a query (R41): the one statement every memory search runs.
+
+``search_memory``, recall and the API's search rank by :func:`ranked`: the
+statement of :func:`server.storage.hybrid.build_search` over the versions the
+reader may find, built once per shape (:func:`ranking_statement`) and run with
+the reader's values as parameters.
+
+Only records the reader may see are candidates: the one visibility gate
+(:func:`server.storage.gate.searchable_version`, which decides on the version
+row what :func:`server.storage.gate.record_condition` with ``Purpose.SEARCH``
+and :func:`server.storage.gate.version_in_force` decide on the record: ACTIVE
+only, R10-R14; a change another open turn staged is not seen before that turn
+commits, R12), so the vector and keyword candidates are filtered without a join.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, literal, select
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
+from sqlmodel import col
+
+from server.domain.config import SearchConfig
+from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
+from server.domain.visibility import Reader
+from server.embedding import Embedder
+from server.models import MemoryRecord, MemoryVersion, table
+from server.models.memory import EMBEDDING_DIM
+from server.services.memory import MemoryItem
+from server.storage.built import built_once
+from server.storage.gate import searchable_version
+from server.storage.hybrid import (
+    SearchSource,
+    build_search,
+    scanned_rows,
+    search_parameters,
+    uses_web_syntax,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Found(MemoryItem):
+    """A record a search returned, with its ranking signals (None when listed)."""
+
+    score: float | None = None
+    cosine: float | None = None
+    lexical: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.version
+        out: dict[str, Any] = {
+            "id": str(self.record.id),
+            "version": str(v.id),
+            "scope": self.record.scope,
+            "kind": v.kind,
+            "summary": v.summary,
+            "content": v.content,
+            "labels": v.labels,
+            "createdAt": v.created_at.isoformat(),
+        }
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    kind: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    ids: tuple[uuid.UUID, ...] | None = None
+
+
+NO_FILTERS = Filters()
+
+
+def _found_by(
+    reader: Reader, kind: Any = None, labels: Any = None, ids: Any = None
+) -> ColumnElement[bool]:
+    """The versions a search of ``reader`` may find with these filters, on versions alone."""
+    conds: list[ColumnElement[bool]] = [searchable_version(reader)]
+    if kind is not None:
+        conds.append(col(MemoryVersion.kind) == kind)
+    if labels is not None:
+        conds.append(col(MemoryVersion.labels).contains(labels))
+    if ids is not None:
+        conds.append(col(MemoryVersion.record_id).in_(ids))
+    return and_(*conds)
+
+
+def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
+    return SearchSource(
+        from_=table(MemoryVersion),
+        key=table(MemoryVersion).c.id,
+        embedding=MemoryVersion.embedding,
+        tsv=MemoryVersion.search_tsv,
+        created_at=table(MemoryVersion).c.created_at,
+        where=where,
+        # Picks exact ranking for an agent with few versions; the gate above decides
+        # what may be found.
+        probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What decides the text of a ranking statement; the values are its parameters."""
+
+    api: bool
+    preview: bool
+    read_scopes: frozenset[str]
+    session: bool
+    turn: bool
+    kind: bool
+    labels: bool
+    ids: bool
+    mode: str
+    web: bool
+    vector: bool
+    limit: int
+    preset: FusionPreset
+
+
+@built_once
+def _statement(shape: _Shape) -> Select[Any]:
+    """The ranking statement of a shape, its values left as parameters."""
+    uid: Uuid[Any] = Uuid()
+    reader = Reader(
+        agent_id=cast(Any, bindparam("reader_agent", type_=uid)),
+        session_id=cast(Any, bindparam("reader_session", type_=uid)) if shape.session else None,
+        turn_id=cast(Any, bindparam("reader_turn", type_=uid)) if shape.turn else None,
+        preview=shape.preview,
+        read_scopes=shape.read_scopes,
+        api=shape.api,
+    )
+    where = _found_by(
+        reader,
+        bindparam("filter_kind", type_=String()) if shape.kind else None,
+        bindparam("filter_labels", type_=JSONB()) if shape.labels else None,
+        bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
+    )
+    return build_search(
+        source=_source(reader, where),
+        text='"' if shape.web else "",
+        vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
+        mode=shape.mode,  # type: ignore[arg-type]
+        min_score=0.0,
+        limit=shape.limit,
+        preset=shape.preset,
+        now=datetime.now(UTC),
+    )
+
+
+@built_once
+def _with_rows(shape: _Shape) -> Select[Any]:
+    """The ranking of a shape with each hit's version and record (no vectors: parsing
+    them costs more than the query), best first."""
+    top = _statement(shape).subquery("top")
+    return (
+        select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
+        .select_from(top)
+        .join(MemoryVersion, col(MemoryVersion.id) == top.c.key)
+        .join(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+        .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
+        .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
+    )
+
+
+def ranking_statement(
+    reader: Reader,
+    *,
+    query: str,
+    vector: Sequence[float] | None,
+    mode: str,
+    min_score: float,
+    limit: int,
+    filters: Filters = NO_FILTERS,
+    preset: FusionPreset = DEFAULT_PRESET,
+    now: datetime | None = None,
+    with_rows: bool = False,
+) -> tuple[Select[Any], dict[str, Any]]:
+    """The one statement that ranks ``reader``'s records for ``query`` (R41) and its
+    parameters: the statement of :func:`server.storage.hybrid.build_search` over
+    :func:`_found_by`, kept per shape (who reads, which filters, the mode, ...).
+    ``with_rows``: the same ranking joined to each hit's version and record, so that a
+    search reads what it returns in the one statement."""
+    text = query if mode != "vector" else None
+    if mode != "lexical" and vector is None:
+        raise ValueError(f"{mode} search needs a vector")
+    shape = _Shape(
+        api=reader.api,
+        preview=reader.preview,
+        read_scopes=frozenset(reader.read_scopes),
+        session=reader.session_id is not None,
+        turn=reader.turn_id is not None,
+        kind=filters.kind is not None,
+        labels=bool(filters.labels),
+        ids=filters.ids is not None,
+        mode=mode,
+        web=text is not None and uses_web_syntax(text),
+        vector=vector is not None,
+        limit=limit,
+        preset=preset,
+    )
+    params = search_parameters(
+        text=text,
+        vector=vector,
+        min_score=min_score,
+        limit=limit,
+        now=now if now is not None else datetime.now(UTC),
+    )
+    params["reader_agent"] = reader.agent_id
+    if reader.session_id is not None:
+        params["reader_session"] = reader.session_id
+    if reader.turn_id is not None:
+        params["reader_turn"] = reader.turn_id
+    if filters.kind is not None:
+        params["filter_kind"] = filters.kind
+    if filters.labels:
+        params["filter_labels"] = dict(filters.labels)
+    if filters.ids is not None:
+        params["filter_ids"] = list(filters.ids)
+    return (_with_rows(shape) if with_rows else _statement(shape)), params
+
+
+async def ranked(
+    db: AsyncSession,
+    *,
+    reader: Reader,
+    query: str,
+    vector: Sequence[float] | None,
+    mode: str,
+    min_score: float,
+    limit: int,
+    filters: Filters = NO_FILTERS,
+    preset: FusionPreset = DEFAULT_PRESET,
+) -> list[Found]:
+    """The best ``limit`` records for ``query`` (R41), best first."""
+    if limit == 0:
+        return []
+    stmt, params = ranking_statement(
+        reader,
+        query=query,
+        vector=vector,
+        mode=mode,
+        min_score=min_score,
+        limit=limit,
+        filters=filters,
+        preset=preset,
+        with_rows=True,
+    )
+    rows = await scanned_rows(db, stmt, params, mode=cast(Mode, mode), limit=limit, preset=preset)
+    return [
+        Found(
+            record=r[1],
+            version=r[0],
+            score=float(r[2]),
+            cosine=None if r[3] is None else float(r[3]),
+            lexical=None if r[4] is None else float(r[4]),
+        )
+        for r in rows
+    ]
+
+
+async def ranked_by(
+    db: AsyncSession,
+    embedder: Embedder,
+    *,
+    reader: Reader,
+    search: SearchConfig,
+    query: str,
+    limit: int,
+    filters: Filters = NO_FILTERS,
+) -> tuple[list[Found], int | None]:
+    """:func:`ranked` as the agent version's ``harness.memory.search`` says (R6, R41): the
+    query embedded unless the mode is lexical, its mode and minimum score. With the
+    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43)."""
+    vector, tokens = (None, None) if search.mode == "lexical" else await embedder.embed_one(query)
+    items = await ranked(
+        db,
+        reader=reader,
+        query=query,
+        vector=vector,
+        mode=search.mode,
+        min_score=search.min_score,
+        limit=limit,
+        filters=filters,
+    )
+    return items, tokens

@@ -1,0 +1,224 @@
+"""How a native tool call is recorded (R25, R26, R43, R63).
+
+Every native tool (add_memory, read_memory, delete_memory, search_memory,
+search_history, and a recorded recall) runs through :func:`record_tool`: an
+execution of the calling execution with its input and output, a ``tool.result``
+transcript event, or, refused, a failed execution with a ``tool.error`` event.
+What reached the model is recorded as RETRIEVED output uses
+(:func:`record_retrieved`) and each query embedding as ``embed`` usage that no
+limit counts (:func:`record_embed`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from sqlalchemy import func, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.embedding import Embedder, default_model_path
+from server.errors import DomainError, NotFoundError
+from server.models import Execution, Invocation, OutputUse, table
+from server.services.transcript import append_event, end_execution, start_execution
+from server.services.turns import TurnScope, open_scope
+
+T = TypeVar("T")
+DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
+
+
+class Item(Protocol):
+    """What a listing tool returns, one entry of its output each."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+I = TypeVar("I", bound=Item)  # noqa: E741
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """Where a tool call comes from: its turn, the calling execution, the model call."""
+
+    turn_id: uuid.UUID
+    caller_execution_id: uuid.UUID | None = None
+    invocation_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(Generic[I]):
+    """A listing tool's execution and the items its output lists."""
+
+    execution: Execution
+    items: list[I]
+
+
+async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
+    """The call's turn scope (:func:`server.services.turns.open_scope`), and its
+    invocation, which must be a model call of the calling execution."""
+    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
+    if ref.invocation_id is not None:
+        invocation = await db.get(Invocation, ref.invocation_id)
+        if invocation is None or invocation.execution_id != scope.caller.id:
+            raise NotFoundError(
+                f"no invocation {ref.invocation_id} in the calling execution", field="invocationId"
+            )
+    return scope
+
+
+async def record_tool(
+    db: AsyncSession,
+    *,
+    ref: CallRef,
+    name: str,
+    input: dict[str, Any],
+    body: Callable[[TurnScope, Execution], Awaitable[T]],
+    output: Callable[[T], dict[str, Any]],
+    scope: TurnScope | None = None,
+) -> tuple[Execution, T]:
+    """Run a native tool as an execution of the calling execution (R25, R43, R63).
+
+    ``scope``: the call's scope when the caller opened it already (:func:`open_call`).
+    ``body`` runs in a savepoint; its result, through ``output``, is the execution's
+    output and the ``tool.result`` event's payload. A refusal (a :class:`DomainError`)
+    changes nothing of ``body``'s, is recorded as a failed execution with a
+    ``tool.error`` event, committed, and raised.
+    """
+    if scope is None:
+        scope = await open_call(db, ref)
+    execution = await start_execution(
+        db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
+    )
+    try:
+        async with db.begin_nested():
+            value = await body(scope, execution)
+    except DomainError as exc:
+        execution.status = "failed"
+        execution.error = exc.message
+        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
+        await append_event(
+            db,
+            turn=scope.turn,
+            type="tool.error",
+            execution_id=execution.id,
+            tool_name=name,
+            payload={"error": exc.message, "code": exc.code},
+        )
+        await db.commit()
+        raise
+    result = output(value)
+    await append_event(
+        db,
+        turn=scope.turn,
+        type="tool.result",
+        execution_id=execution.id,
+        tool_name=name,
+        payload=result,
+    )
+    ended = await end_execution(db, execution, output=result)
+    assert ended is execution
+    return execution, value
+
+
+async def run_tool(
+    db: AsyncSession,
+    *,
+    ref: CallRef,
+    name: str,
+    input: dict[str, Any],
+    output_key: Literal["memories", "sources", "records"],
+    body: Callable[[TurnScope, Execution], Awaitable[list[I]]],
+    more_output: Callable[[], dict[str, Any]] | None = None,
+    scope: TurnScope | None = None,
+) -> ToolResult[I]:
+    """A listing tool (:func:`record_tool`): the output lists the items ``body`` returns
+    under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
+    a page's cursor."""
+
+    def output(items: list[I]) -> dict[str, Any]:
+        return {
+            output_key: [item.to_json() for item in items],
+            **(more_output() if more_output is not None else {}),
+        }
+
+    execution, items = await record_tool(
+        db, ref=ref, name=name, input=input, body=body, output=output, scope=scope
+    )
+    return ToolResult(execution=execution, items=items)
+
+
+def model_label(embedder: Embedder) -> str:
+    """The model's name, never the server's file path."""
+    if embedder.model_name == default_model_path():
+        return DEFAULT_MODEL_LABEL
+    return PurePath(embedder.model_name).name or embedder.model_name
+
+
+async def record_embed(
+    db: AsyncSession, scope: TurnScope, execution: Execution, embedder: Embedder, tokens: int
+) -> None:
+    """A query's embedding as ``embed`` usage, which no limit counts (R43)."""
+    model = model_label(embedder)
+    invocation = uuid.uuid4()
+    await db.execute(
+        insert(table(Invocation)),
+        {
+            "id": invocation,
+            "agent_id": scope.turn.agent_id,
+            "execution_id": execution.id,
+            "purpose": "embed",
+            "model": model,
+            "input_tokens": tokens,
+            "output_tokens": 0,
+            "counted": False,
+        },
+    )
+    await append_event(
+        db,
+        turn=scope.turn,
+        type="usage",
+        execution_id=execution.id,
+        payload={
+            "purpose": "embed",
+            "model": model,
+            "inputTokens": tokens,
+            "invocation": str(invocation),
+            "counted": False,
+        },
+    )
+
+
+async def record_retrieved(
+    db: AsyncSession,
+    scope: TurnScope,
+    execution: Execution,
+    *,
+    versions: Sequence[uuid.UUID] = (),
+    parts: Sequence[tuple[int, uuid.UUID]] = (),
+) -> None:
+    """RETRIEVED output uses: what the execution's output put before the model (R43,
+    R63). ``versions`` are record versions in rank order; ``parts`` are history parts with
+    the rank of the result they belong to (an event read whole gives all its parts)."""
+    targets = [(rank, "memory_version_id", v) for rank, v in enumerate(versions, start=1)]
+    targets += [(rank, "history_part_id", p) for rank, p in parts]
+    if not targets:
+        return
+    await db.execute(
+        insert(table(OutputUse)),
+        [
+            {
+                "id": uuid.uuid4(),
+                "agent_id": scope.turn.agent_id,
+                "execution_id": execution.id,
+                "kind": "RETRIEVED",
+                "memory_version_id": None,
+                "history_part_id": None,
+                column: target,
+                "rank": rank,
+            }
+            for rank, column, target in targets
+        ],
+    )

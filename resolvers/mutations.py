@@ -44,9 +44,16 @@ class InvocationPurpose(Enum):
 class CreateAgentInput:
     namespace: str
     name: str
-    sessionless: bool = strawberry.field(
-        default=False, description="An agent without sessions: its memory is agent scope only."
+    sessionless: bool | None = strawberry.field(
+        default=None,
+        description="An agent without sessions: its memory is agent scope only. Null or "
+        "omitted: false.",
     )
+
+    def __post_init__(self) -> None:
+        # null is the default (false), for the request a replay repeats too
+        if self.sessionless is None:
+            self.sessionless = False
 
 
 @strawberry.input
@@ -71,10 +78,18 @@ class BeginTurnInput:
     agent_version_id: uuid.UUID | None = strawberry.field(
         default=None, description="Default: the latest version."
     )
-    preview: bool = False
+    preview: bool | None = strawberry.field(
+        default=None,
+        description="Run the turn in preview mode: the records it writes are preview records, "
+        "which live turns never recall, search, read or delete. Null or omitted: false.",
+    )
     replay_of: uuid.UUID | None = None
     retry_of: uuid.UUID | None = None
     idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.preview is None:
+            self.preview = False
 
 
 @strawberry.input
@@ -103,8 +118,18 @@ class RecordInvocationInput:
     execution_id: uuid.UUID
     purpose: InvocationPurpose
     model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = strawberry.field(
+        default=None, description="Tokens the model read, 0 or more. Null or omitted: 0."
+    )
+    output_tokens: int | None = strawberry.field(
+        default=None, description="Tokens the model wrote, 0 or more. Null or omitted: 0."
+    )
+
+    def __post_init__(self) -> None:
+        if self.input_tokens is None:
+            self.input_tokens = 0
+        if self.output_tokens is None:
+            self.output_tokens = 0
 
 
 @strawberry.input
@@ -115,7 +140,12 @@ class AddMemoryInput:
     kind: str | None = None
     labels: JSON | None = None
     scope: Scope | None = None
-    pinned: bool = False
+    pinned: bool | None = strawberry.field(
+        default=None,
+        description="Pin the record: every later turn's instructions list its summary. Needs "
+        "pinning enabled (harness.memory.pinned) and room in its token budget. Null or "
+        "omitted: false.",
+    )
     replaces: uuid.UUID | None = None
     execution_id: uuid.UUID | None = strawberry.field(
         default=None, description="The calling execution; default: the turn's own."
@@ -124,6 +154,10 @@ class AddMemoryInput:
         default=None, description="The model call that asked for the tool."
     )
     idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pinned is None:
+            self.pinned = False
 
 
 @strawberry.input
@@ -210,7 +244,7 @@ class Mutation:
     async def create_agent(self, info: Info, input: CreateAgentInput) -> AgentType:
         async with info.context.unit() as db:
             agent = await agents.create_agent(
-                db, namespace=input.namespace, name=input.name, sessionless=input.sessionless
+                db, namespace=input.namespace, name=input.name, sessionless=bool(input.sessionless)
             )
         return AgentType(row=agent)
 
@@ -243,7 +277,7 @@ class Mutation:
                 session_id=input.session_id,
                 agent_id=input.agent_id,
                 agent_version_id=input.agent_version_id,
-                preview=input.preview,
+                preview=bool(input.preview),
                 replay_of=input.replay_of,
                 retry_of=input.retry_of,
             )
@@ -338,8 +372,8 @@ class Mutation:
                 execution_id=input.execution_id,
                 purpose=input.purpose.value,
                 model=input.model,
-                input_tokens=input.input_tokens,
-                output_tokens=input.output_tokens,
+                input_tokens=input.input_tokens or 0,
+                output_tokens=input.output_tokens or 0,
             )
         return InvocationType(row=invocation)
 
@@ -360,7 +394,7 @@ class Mutation:
                 kind=input.kind,
                 labels=labels,
                 scope=input.scope.value if input.scope else None,
-                pinned=input.pinned,
+                pinned=bool(input.pinned),
                 replaces=input.replaces,
             ),
         )

@@ -20,24 +20,21 @@ from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import Scope
+from resolvers.types.base import InvocationPurpose, LabelInput, Scope
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
+from server.errors import BadInputError
 from server.services import agents, commit, memory, turns
 from server.services.lookup import get
 
 
-@strawberry.enum
+@strawberry.enum(description="What startExecution records.")
 class HelperKind(Enum):
-    HELPER = "helper"
-    PROGRAM = "program"
+    _value_: str  # the stored value
 
-
-@strawberry.enum
-class InvocationPurpose(Enum):
-    TURN = "turn"
-    MEMORY = "memory"
+    HELPER = strawberry.enum_value("helper", description="A helper (subagent) the turn runs.")
+    PROGRAM = strawberry.enum_value("program", description="A program the turn runs.")
 
 
 @strawberry.input
@@ -138,7 +135,7 @@ class AddMemoryInput:
     summary: str
     content: str | None = None
     kind: str | None = None
-    labels: JSON | None = None
+    labels: list[LabelInput] | None = None
     scope: Scope | None = None
     pinned: bool | None = strawberry.field(
         default=None,
@@ -366,6 +363,9 @@ class Mutation:
 
     @strawberry.mutation(description="Record one model call inside an execution.")
     async def record_invocation(self, info: Info, input: RecordInvocationInput) -> InvocationType:
+        if input.purpose is InvocationPurpose.EMBED:
+            # the server records its own embeddings, which no limit counts
+            raise BadInputError("purpose must be TURN or MEMORY", field="purpose")
         async with info.context.unit() as db:
             invocation = await turns.record_invocation(
                 db,
@@ -379,7 +379,7 @@ class Mutation:
 
     @strawberry.mutation(description="The native add_memory tool (R20–R22, R24, R31).")
     async def add_memory(self, info: Info, input: AddMemoryInput) -> MemoryToolPayload:
-        labels = labels_of(input)
+        labels = labels_of(input.labels)
 
         execution, versions = await _memory_tool(
             info,

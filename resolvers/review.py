@@ -12,10 +12,9 @@ from enum import Enum
 from typing import Any
 
 import strawberry
-from strawberry.scalars import JSON
 
-from resolvers.context import Info
-from resolvers.types.base import Scope
+from resolvers.context import Info, labels_of
+from resolvers.types.base import LabelInput, Scope
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -62,8 +61,8 @@ class MemoryCandidateInput:
     kind: str | None = strawberry.field(
         default=None, description="A declared kind; default: the first declared."
     )
-    labels: JSON | None = strawberry.field(
-        default=None, description="Values of declared labels, by name."
+    labels: list[LabelInput] | None = strawberry.field(
+        default=None, description="Values of declared labels; a label is named once."
     )
     scope: Scope | None = strawberry.field(
         default=None,
@@ -236,7 +235,7 @@ def candidate_json(c: MemoryCandidateInput) -> dict[str, Any]:
         "summary": c.summary,
         "content": c.content,
         "kind": c.kind,
-        "labels": c.labels,
+        "labels": labels_of(c.labels),
         "scope": c.scope.value if c.scope else None,
     }
 

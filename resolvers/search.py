@@ -12,10 +12,10 @@ import uuid
 from typing import Any
 
 import strawberry
-from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
+from resolvers.types.base import LabelInput
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
@@ -30,8 +30,8 @@ class SearchMemoryInput:
         default=None, description="Rank by it (R41); without it, list newest first."
     )
     kind: str | None = strawberry.field(default=None, description="Only records of this kind.")
-    labels: JSON | None = strawberry.field(
-        default=None, description="Only records with exactly these values of declared labels."
+    labels: list[LabelInput] | None = strawberry.field(
+        default=None, description="Only records with every one of these label values."
     )
     ids: list[uuid.UUID] | None = strawberry.field(
         default=None, description="Only these records (read them by id)."
@@ -169,7 +169,7 @@ class SearchMutation:
         "(R40, R41); recorded as an execution."
     )
     async def search_memory(self, info: Info, input: SearchMemoryInput) -> SearchMemoryPayload:
-        labels = labels_of(input)
+        labels = labels_of(input.labels)
 
         async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await search.search_memory(

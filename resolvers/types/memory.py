@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import MemoryStatus, Scope, column, related
+from resolvers.types.base import MemoryStatus, PrincipalKind, Scope, column, related
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 
@@ -19,7 +19,7 @@ from server import models
 class DeletingPrincipalType:
     id: uuid.UUID
     name: str
-    kind: str = strawberry.field(description="admin, client or runtime.")
+    kind: PrincipalKind = strawberry.field(description="What kind of principal it is.")
 
 
 @strawberry.type(
@@ -73,7 +73,7 @@ class ProvenanceType:
         return ApiDeletionType(
             principal=None
             if who is None
-            else DeletingPrincipalType(id=who.id, name=who.name, kind=who.kind),
+            else DeletingPrincipalType(id=who.id, name=who.name, kind=PrincipalKind(who.kind)),
             caller=deletion.caller,
             created_at=deletion.created_at,
         )

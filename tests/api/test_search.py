@@ -432,7 +432,7 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
         (
             {"labels": [{"name": "project", "value": "a"}, {"name": "project", "value": "b"}]},
             "labels",
-        ),  # fmt: skip
+        ),
         ({"limit": 0}, "limit"),
         ({"limit": 101}, "limit"),
         ({"query": "   "}, "query"),

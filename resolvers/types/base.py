@@ -189,6 +189,19 @@ class LabelInput:
     )
 
 
+# Descriptions shared by the inputs of the runtime's mutations.
+IDEMPOTENCY_KEY = (
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key "
+    "and the same input returns the first call's answer without doing anything again; the "
+    "same key with another input is CONFLICT. Null or omitted: no key."
+)
+TURN_ID = "The open turn the call belongs to."
+EXECUTION_ID = (
+    "The calling execution (a helper or program of the turn may call the tool); null or "
+    "omitted: the turn's own."
+)
+INVOCATION_ID = "The model call that asked for the tool, if recorded; null or omitted: none."
+
 # Descriptions shared by the paged fields.
 FIRST = (
     "How many items the page holds at most, from 1 to the server's page size (100 unless "

@@ -238,7 +238,7 @@ async def test_agent_scope_where_the_agent_writes_it(api: Api) -> None:
     s, session = await _world(api, write=["session", "agent"], read=["session", "agent"])
     turn = await s.turn(session)
     begun = await s.begin_review(turn)
-    assert "scope is agent" in begun["instructions"]
+    assert "scope is AGENT" in begun["instructions"]
     await s.invoke(begun)
     applied = await s.apply(
         begun["review"]["id"], decide("ADD", "Support closes at six", scope="AGENT")

@@ -203,7 +203,8 @@ class AddMemoryInput:
     )
     replaces: uuid.UUID | None = strawberry.field(
         default=None,
-        description="An active record the new one corrects: it becomes SUPERSEDED; null: none.",
+        description="A record the new one corrects: that record becomes SUPERSEDED, and "
+        "its replacedBy names the new one; null: none.",
     )
     execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
     invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)

@@ -31,9 +31,9 @@ async def _load(loader: DataLoader[uuid.UUID, T | None], id_: uuid.UUID, what: s
 @strawberry.type
 class Query:
     @strawberry.field(
-        description="An agent, by id or by namespace and name; NOT_FOUND when there is none "
-        "or the caller may not read it (a name the caller may not read is answered as one "
-        "that does not exist)."
+        description="An agent, by id or by namespace and name; NOT_FOUND when there is none. "
+        "A name the caller may not read is answered as one that does not exist (names are "
+        "guessable, ids are not)."
     )
     async def agent(
         self,

@@ -14,7 +14,7 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.types.base import LabelInput, Scope
+from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Scope
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -47,9 +47,7 @@ class MemoryReviewStatus(Enum):
 @strawberry.input(description="Start the review of an open turn's conversation.")
 class BeginMemoryReviewInput:
     turn_id: uuid.UUID = strawberry.field(description="The open turn that is ending.")
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.input(description="A fact the review's model proposes to remember.")
@@ -80,9 +78,7 @@ class CompareMemoryCandidatesInput:
         description=f"How many memories per candidate, 1 to {rules.MAX_SIMILAR}; "
         f"default {rules.DEFAULT_SIMILAR}.",
     )
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.input(description="The decision for one candidate.")
@@ -105,9 +101,7 @@ class ApplyMemoryReviewInput:
         description="The review's model call (purpose MEMORY) the decisions come from; "
         "default: the latest recorded on the review's execution.",
     )
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.type(name="MemoryReview", description="A turn-end review of the conversation.")

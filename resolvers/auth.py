@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Annotated
 
 import strawberry
 from graphql import ExecutionResult, GraphQLError
@@ -76,12 +77,18 @@ class Authentication(SchemaExtension):
 @strawberry.type
 class ApiMutation:
     @strawberry.mutation(
-        description="Delete a memory record through the API (R71): it leaves recall and "
-        "search; it and its versions stay readable. Needs SELECT and UPDATE on "
-        "<ns>.AgentMemory.indexes.* and <ns>.AgentMemory.document.",
+        # R71
+        description="Delete a memory record through the API: it leaves recall and search; "
+        "it and its versions stay readable, the deletion a new version written by the "
+        "caller. Needs SELECT and UPDATE on <namespace>.AgentMemory.indexes.* and "
+        "<namespace>.AgentMemory.document; without them, FORBIDDEN.",
         permission_classes=[CanDeleteMemory],
     )
-    async def delete_agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType:
+    async def delete_agent_memory(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The record's id.")],
+    ) -> MemoryRecordType:
         caller = info.context.identity
         async with info.context.unit() as db:
             record = await memory_api.delete_record(

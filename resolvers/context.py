@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,13 +134,18 @@ def call_ref(input: Any) -> CallRef:
     )
 
 
-def labels_of(input: Any) -> dict[str, Any] | None:
-    """A native tool's ``labels``: an object of name: value, refused before the call is
-    recorded."""
-    labels = input.labels
-    if labels is not None and not isinstance(labels, dict):
-        raise BadInputError("labels must be an object of name: value", field="labels")
-    return labels
+def labels_of(labels: Sequence[Any] | None) -> dict[str, str] | None:
+    """Labels given as a list of ``LabelInput`` (name, value), as the object of name:
+    value the services check against the declared labels (R4); a name given twice is
+    refused before the call is recorded."""
+    if labels is None:
+        return None
+    out: dict[str, str] = {}
+    for label in labels:
+        if label.name in out:
+            raise BadInputError(f"label {label.name} is given twice", field="labels")
+        out[label.name] = label.value
+    return out
 
 
 def make_context(

@@ -15,7 +15,7 @@ from resolvers.context import Info
 from resolvers.grants import readable_namespaces
 from resolvers.permissions import CanSearchMemory
 from resolvers.search import MemorySearchResultType, found_results
-from resolvers.types.agents import LabelFilter
+from resolvers.types.base import LabelInput
 from server.services import search_api
 
 AGENT_ID = "The agent whose memory to search."
@@ -43,7 +43,7 @@ class DashboardQuery:
         query: Annotated[str, strawberry.argument(description=QUERY)],
         limit: Annotated[int | None, strawberry.argument(description=LIMIT)] = None,
         kind: Annotated[str | None, strawberry.argument(description=KIND)] = None,
-        labels: Annotated[list[LabelFilter] | None, strawberry.argument(description=LABELS)] = None,
+        labels: Annotated[list[LabelInput] | None, strawberry.argument(description=LABELS)] = None,
     ) -> list[MemorySearchResultType] | None:
         found = await search_api.search_agent_memory(
             info.context.db,

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import uuid
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
 from resolvers.idempotent import once, once_made
+from resolvers.types.base import EXECUTION_ID, IDEMPOTENCY_KEY, INVOCATION_ID, TURN_ID
 from resolvers.types.history import HistoryEventType, HistoryResultType
 from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
@@ -25,26 +26,45 @@ from server.errors import NotFoundError
 from server.services import history_reads, history_record, history_search
 
 
-@strawberry.enum(description="What a recorded transcript event is (docs/history.md).")
+@strawberry.enum(description="What an event the runtime records is.")
 class ConversationEventType(Enum):
-    USER_MESSAGE = "USER_MESSAGE"
-    AGENT_MESSAGE = "AGENT_MESSAGE"
-    TOOL_RESULT = "TOOL_RESULT"
-    TOOL_ERROR = "TOOL_ERROR"
-    SKILL_LOAD = "SKILL_LOAD"
-    RETRIEVAL = "RETRIEVAL"
+    _value_: str  # the value the service takes
+    USER_MESSAGE = strawberry.enum_value(
+        "USER_MESSAGE", description="The incoming message, as the agent received it (text)."
+    )
+    AGENT_MESSAGE = strawberry.enum_value(
+        "AGENT_MESSAGE", description="A reply of the agent (text), with its toolCalls."
+    )
+    TOOL_RESULT = strawberry.enum_value(
+        "TOOL_RESULT",
+        description="A tool call's result (text), answering toolCallId; for a native tool, "
+        "its toolExecutionId instead of text.",
+    )
+    TOOL_ERROR = strawberry.enum_value(
+        "TOOL_ERROR", description="A tool call's error (text), answering toolCallId."
+    )
+    SKILL_LOAD = strawberry.enum_value(
+        "SKILL_LOAD", description="A skill the agent loaded: its name and content (text)."
+    )
+    RETRIEVAL = strawberry.enum_value(
+        "RETRIEVAL",
+        description="Content the runtime retrieved for the model (text) and where it came "
+        "from (name).",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="A tool call an agent reply made.")
 class ToolCallInput:
     id: str = strawberry.field(description="The call's id, unique in the turn.")
-    name: str
-    arguments: JSON | None = None
+    name: str = strawberry.field(description="The tool's name.")
+    arguments: JSON | None = strawberry.field(
+        default=None, description="What the call was given, a JSON object; null: {}."
+    )
 
 
 @strawberry.input(description="One event; which fields it takes depends on its type.")
 class ConversationEventInput:
-    type: ConversationEventType
+    type: ConversationEventType = strawberry.field(description="What the event is.")
     text: str | None = strawberry.field(
         default=None,
         description="The message, reply, result or error text; a skill's or retrieval's content.",
@@ -65,20 +85,26 @@ class ConversationEventInput:
     )
 
 
-@strawberry.input
+@strawberry.input(description="Events of a turn's conversation to record.")
 class RecordEventsInput:
-    turn_id: uuid.UUID
-    events: list[ConversationEventInput]
-    execution_id: uuid.UUID | None = strawberry.field(
-        default=None, description="Whose conversation this is; default: the turn's own."
+    turn_id: uuid.UUID = strawberry.field(description="The open turn.")
+    events: list[ConversationEventInput] = strawberry.field(
+        description="The events, in the order they happened."
     )
-    idempotency_key: str | None = None
+    execution_id: uuid.UUID | None = strawberry.field(
+        default=None,
+        description="Whose conversation this is: a helper's execution; null or omitted: "
+        "the turn's own.",
+    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
-@strawberry.input
+@strawberry.input(description="The search_history tool's arguments: a query, or ids.")
 class SearchHistoryInput:
-    turn_id: uuid.UUID
-    query: str | None = strawberry.field(default=None, description="What to rank parts by.")
+    turn_id: uuid.UUID = strawberry.field(description=TURN_ID)
+    query: str | None = strawberry.field(
+        default=None, description="The text to rank parts by; give it or ids."
+    )
     ids: list[uuid.UUID] | None = strawberry.field(
         default=None, description="Read these events whole instead of searching."
     )
@@ -87,24 +113,26 @@ class SearchHistoryInput:
         description=f"At most this many results (default {history_search.DEFAULT_LIMIT}, "
         f"at most {history_search.MAX_LIMIT}).",
     )
-    execution_id: uuid.UUID | None = strawberry.field(
-        default=None, description="The calling execution; default: the turn's own."
-    )
-    invocation_id: uuid.UUID | None = strawberry.field(
-        default=None, description="The model call that asked for the tool."
-    )
-    idempotency_key: str | None = None
+    execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
+    invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
-@strawberry.type
+@strawberry.type(description="The events recorded.")
 class RecordEventsPayload:
-    events: list[TranscriptEventType]
+    events: list[TranscriptEventType] = strawberry.field(
+        description="The transcript events written, in input order."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="What search_history found.")
 class SearchHistoryPayload:
-    execution: ExecutionType
-    results: list[HistoryResultType]
+    execution: ExecutionType = strawberry.field(
+        description="The tool call's execution, with its input and output."
+    )
+    results: list[HistoryResultType] = strawberry.field(
+        description="The results, best first; for ids, in the order given."
+    )
 
 
 def _tool_calls(value: list[ToolCallInput] | None) -> list[ToolCall] | None:
@@ -116,7 +144,11 @@ def _tool_calls(value: list[ToolCallInput] | None) -> list[ToolCall] | None:
 @strawberry.type
 class HistoryQuery:
     @strawberry.field(description="A kept history event by id.")
-    async def history_event(self, info: Info, id: uuid.UUID) -> HistoryEventType:
+    async def history_event(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The event's id.")],
+    ) -> HistoryEventType:
         row = await info.context.db.get(models.HistoryEvent, id)
         if row is None:
             raise NotFoundError(f"no history event with id {id}")
@@ -130,7 +162,11 @@ class HistoryMutation:
         description="Append the turn's conversation to its transcript: messages, replies "
         "with their tool calls, tool results and errors, skill loads, retrievals."
     )
-    async def record_events(self, info: Info, input: RecordEventsInput) -> RecordEventsPayload:
+    async def record_events(
+        self,
+        info: Info,
+        input: Annotated[RecordEventsInput, strawberry.argument(description="The events.")],
+    ) -> RecordEventsPayload:
         async def run() -> tuple[list[models.TranscriptEvent], dict[str, Any]]:
             rows = await history_record.record_events(
                 db,
@@ -160,10 +196,18 @@ class HistoryMutation:
         return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
     @strawberry.mutation(
-        description="The native search_history tool: rank the session's kept events of "
-        "earlier turns, or read events whole by id (R62-R64)."
+        # R62-R64
+        description="The native search_history tool: rank the parts of the events the "
+        "session's earlier committed turns kept, or read events whole by id; recorded as an "
+        "execution whose output lists the events returned."
     )
-    async def search_history(self, info: Info, input: SearchHistoryInput) -> SearchHistoryPayload:
+    async def search_history(
+        self,
+        info: Info,
+        input: Annotated[
+            SearchHistoryInput, strawberry.argument(description="The tool's arguments.")
+        ],
+    ) -> SearchHistoryPayload:
         async def run() -> dict[str, Any]:
             found = await history_search.search_history(
                 db,

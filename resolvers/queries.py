@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import strawberry
 from strawberry.dataloader import DataLoader
@@ -12,7 +12,7 @@ from resolvers.context import Info
 from resolvers.grants import Resource, decide
 from resolvers.permissions import CanListAgents
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import Connection
+from resolvers.types.base import AFTER, FIRST, Connection
 from resolvers.types.memory import MemoryRecordType
 from resolvers.types.turns import ExecutionType, TurnType
 from server.errors import NotFoundError
@@ -30,13 +30,26 @@ async def _load(loader: DataLoader[uuid.UUID, T | None], id_: uuid.UUID, what: s
 
 @strawberry.type
 class Query:
-    @strawberry.field
+    @strawberry.field(
+        description="An agent, by id or by namespace and name; NOT_FOUND when there is none. "
+        "A name the caller may not read is answered as one that does not exist (names are "
+        "guessable, ids are not)."
+    )
     async def agent(
         self,
         info: Info,
-        id: uuid.UUID | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
+        id: Annotated[
+            uuid.UUID | None,
+            strawberry.argument(
+                description="The agent's id; null: look it up by namespace and name."
+            ),
+        ] = None,
+        namespace: Annotated[
+            str | None, strawberry.argument(description="The agent's namespace, with name.")
+        ] = None,
+        name: Annotated[
+            str | None, strawberry.argument(description="The agent's name, with namespace.")
+        ] = None,
     ) -> AgentType:
         """An agent by id, or by namespace and name. A name the caller may not read is
         answered as a name that does not exist: names are guessable, ids are not."""
@@ -52,9 +65,17 @@ class Query:
             raise NotFoundError(f"no agent {namespace}.{name}")
         return AgentType(row=row)
 
-    @strawberry.field(permission_classes=[CanListAgents])
+    @strawberry.field(
+        description="The agents of a namespace, newest first. Needs SELECT on "
+        "<namespace>.Agent; without it, FORBIDDEN.",
+        permission_classes=[CanListAgents],
+    )
     async def agents(
-        self, info: Info, namespace: str, first: int, after: str | None = None
+        self,
+        info: Info,
+        namespace: Annotated[str, strawberry.argument(description="The namespace.")],
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
     ) -> Connection[AgentType]:
         """The agents of a namespace, newest first."""
         return await Connection.read(
@@ -66,26 +87,51 @@ class Query:
             after=after,
         )
 
-    @strawberry.field
-    async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:
+    @strawberry.field(description="A version of an agent's configuration, by id.")
+    async def agent_version(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The version's id.")],
+    ) -> AgentVersionType:
         return AgentVersionType(
             row=await _load(info.context.loaders.agent_version, id, "agent version")
         )
 
-    @strawberry.field
-    async def session(self, info: Info, id: uuid.UUID) -> SessionType:
+    @strawberry.field(description="A session, by id.")
+    async def session(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The session's id.")],
+    ) -> SessionType:
         return SessionType(row=await _load(info.context.loaders.session, id, "session"))
 
-    @strawberry.field
-    async def turn(self, info: Info, id: uuid.UUID) -> TurnType:
+    @strawberry.field(description="A turn, by id.")
+    async def turn(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The turn's id.")],
+    ) -> TurnType:
         return TurnType(row=await _load(info.context.loaders.turn, id, "turn"))
 
-    @strawberry.field
-    async def execution(self, info: Info, id: uuid.UUID) -> ExecutionType:
+    @strawberry.field(description="An execution, by id.")
+    async def execution(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The execution's id.")],
+    ) -> ExecutionType:
         return ExecutionType(row=await _load(info.context.loaders.execution, id, "execution"))
 
-    @strawberry.field(description="A memory record in any status, with its history (R25).")
-    async def agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType:
+    @strawberry.field(
+        # R25, R71
+        description="A committed memory record in any status, with its versions and who "
+        "wrote each. Needs SELECT on <namespace>.AgentMemory.indexes.* and "
+        "<namespace>.AgentMemory.document."
+    )
+    async def agent_memory(
+        self,
+        info: Info,
+        id: Annotated[uuid.UUID, strawberry.argument(description="The record's id.")],
+    ) -> MemoryRecordType:
         row = await _load(info.context.loaders.record, id, "memory record")
         if not row.committed:
             raise NotFoundError(f"no memory record with id {id}")

@@ -12,10 +12,9 @@ from enum import Enum
 from typing import Any
 
 import strawberry
-from strawberry.scalars import JSON
 
-from resolvers.context import Info
-from resolvers.types.base import Scope
+from resolvers.context import Info, labels_of
+from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Scope
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -48,9 +47,7 @@ class MemoryReviewStatus(Enum):
 @strawberry.input(description="Start the review of an open turn's conversation.")
 class BeginMemoryReviewInput:
     turn_id: uuid.UUID = strawberry.field(description="The open turn that is ending.")
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.input(description="A fact the review's model proposes to remember.")
@@ -62,8 +59,8 @@ class MemoryCandidateInput:
     kind: str | None = strawberry.field(
         default=None, description="A declared kind; default: the first declared."
     )
-    labels: JSON | None = strawberry.field(
-        default=None, description="Values of declared labels, by name."
+    labels: list[LabelInput] | None = strawberry.field(
+        default=None, description="Values of declared labels; a label is named once."
     )
     scope: Scope | None = strawberry.field(
         default=None,
@@ -81,9 +78,7 @@ class CompareMemoryCandidatesInput:
         description=f"How many memories per candidate, 1 to {rules.MAX_SIMILAR}; "
         f"default {rules.DEFAULT_SIMILAR}.",
     )
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.input(description="The decision for one candidate.")
@@ -106,9 +101,7 @@ class ApplyMemoryReviewInput:
         description="The review's model call (purpose MEMORY) the decisions come from; "
         "default: the latest recorded on the review's execution.",
     )
-    idempotency_key: str | None = strawberry.field(
-        default=None, description="The same key returns the first answer."
-    )
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.type(name="MemoryReview", description="A turn-end review of the conversation.")
@@ -236,7 +229,7 @@ def candidate_json(c: MemoryCandidateInput) -> dict[str, Any]:
         "summary": c.summary,
         "content": c.content,
         "kind": c.kind,
-        "labels": c.labels,
+        "labels": labels_of(c.labels),
         "scope": c.scope.value if c.scope else None,
     }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 
@@ -41,7 +41,11 @@ class ReviewMutation:
         "since the last review. A second call in the same turn returns the first review."
     )
     async def begin_memory_review(
-        self, info: Info, input: BeginMemoryReviewInput
+        self,
+        info: Info,
+        input: Annotated[
+            BeginMemoryReviewInput, strawberry.argument(description="The turn that is ending.")
+        ],
     ) -> BeginMemoryReviewPayload:
         async def run() -> dict[str, Any]:
             begun = await review.begin_review(info.context.db, turn_id=input.turn_id)
@@ -91,7 +95,12 @@ class ReviewMutation:
         "are most like it, best first; a near-identical one is marked as restated."
     )
     async def compare_memory_candidates(
-        self, info: Info, input: CompareMemoryCandidatesInput
+        self,
+        info: Info,
+        input: Annotated[
+            CompareMemoryCandidatesInput,
+            strawberry.argument(description="The review and its candidates."),
+        ],
     ) -> CompareMemoryCandidatesPayload:
         candidates = [candidate_json(c) for c in input.candidates]
 
@@ -156,7 +165,11 @@ class ReviewMutation:
         "(visible at commit, gone at rollback), and end the review."
     )
     async def apply_memory_review(
-        self, info: Info, input: ApplyMemoryReviewInput
+        self,
+        info: Info,
+        input: Annotated[
+            ApplyMemoryReviewInput, strawberry.argument(description="The review and its decisions.")
+        ],
     ) -> ApplyMemoryReviewPayload:
         decisions = [
             {

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import uuid
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.tools import merge_types
+from strawberry.schema.types.base_scalars import DateTimeDefinition, UUIDDefinition
 from strawberry.types import ExecutionContext
 
 from resolvers.auth import ApiMutation, Authentication
@@ -23,7 +26,7 @@ from resolvers.search import SearchMutation
 from resolvers.security import schema_extensions
 from server.settings import Settings
 
-# Each feature module adds its own root fields here; merge_types joins them.
+# Each feature module adds its own root fields here; _root joins them.
 QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery)
 MUTATIONS: tuple[type, ...] = (
     CoreMutation,
@@ -32,6 +35,40 @@ MUTATIONS: tuple[type, ...] = (
     ReviewMutation,
     ApiMutation,
 )
+
+
+# What a reader of the schema sees of the roots and of the built-in scalars it uses.
+_GRANTS = (
+    "Every object a field returns is checked against the caller's grants: an agent and its "
+    "versions need SELECT on <namespace>.Agent; sessions, turns, executions, transcripts "
+    "and kept history SELECT on <namespace>.Session; memory SELECT on "
+    "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document. An object "
+    "the caller may not read is FORBIDDEN."
+)
+QUERY = "Reads for dashboards and tools: agents, sessions, turns, memory and history. " + _GRANTS
+MUTATION = (
+    "Writes: agents, versions and sessions for administrators and clients; turns, the "
+    "native memory and history tools, the conversation and the memory review for an "
+    "agent's runtime. " + _GRANTS
+)
+SCALARS: dict[object, Any] = {
+    uuid.UUID: dataclasses.replace(
+        UUIDDefinition,
+        description="A UUID in its canonical text form, e.g. 1b4e28ba-2fa1-11d2-883f-0016d3cca427.",
+    ),
+    datetime.datetime: dataclasses.replace(
+        DateTimeDefinition,
+        description="A date and time in ISO 8601, with its UTC offset, e.g. "
+        "2026-01-31T09:30:00.123456+00:00.",
+    ),
+}
+
+
+def _root(name: str, parts: tuple[type, ...], description: str) -> type:
+    """One root type with the fields of every part (a part may not repeat a field)."""
+    fields = [f.name for part in parts for f in part.__strawberry_definition__.fields]  # type: ignore[attr-defined]
+    assert len(fields) == len(set(fields)), f"{name} repeats a field"
+    return strawberry.type(type(name, parts, {}), description=description)
 
 
 class _Schema(strawberry.Schema):
@@ -49,8 +86,9 @@ def build_schema(
     authentication, then the access gate (docs/security.md)."""
     limits = schema_extensions(settings) if settings is not None else []
     return _Schema(
-        query=merge_types("Query", QUERIES),
-        mutation=merge_types("Mutation", MUTATIONS),
+        query=_root("Query", QUERIES, QUERY),
+        mutation=_root("Mutation", MUTATIONS, MUTATION),
+        scalar_overrides=SCALARS,
         extensions=[
             DomainErrors,
             OneOperation,

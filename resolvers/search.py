@@ -9,13 +9,19 @@ that call's ranking statement returned (a replayed key reloads its versions).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
-from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
+from resolvers.types.base import (
+    EXECUTION_ID,
+    IDEMPOTENCY_KEY,
+    INVOCATION_ID,
+    TURN_ID,
+    LabelInput,
+)
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
@@ -24,47 +30,50 @@ from server.services import search
 from server.services.lookup import get
 
 
-@strawberry.input
+@strawberry.input(description="The search_memory tool's arguments.")
 class SearchMemoryInput:
-    turn_id: uuid.UUID
+    turn_id: uuid.UUID = strawberry.field(description=TURN_ID)
     query: str | None = strawberry.field(
-        default=None, description="Rank by it (R41); without it, list newest first."
+        # R41
+        default=None,
+        description="The text to rank records by, 1 to 2000 characters; null or omitted: "
+        "list records newest first.",
     )
     kind: str | None = strawberry.field(default=None, description="Only records of this kind.")
-    labels: JSON | None = strawberry.field(
-        default=None, description="Only records with exactly these values of declared labels."
+    labels: list[LabelInput] | None = strawberry.field(
+        default=None, description="Only records with every one of these label values."
     )
     ids: list[uuid.UUID] | None = strawberry.field(
         default=None, description="Only these records (read them by id)."
     )
     limit: int | None = strawberry.field(
-        default=None, description="How many; default harness.memory.search.max_results."
+        default=None,
+        description="How many results, 1 to 100; null or omitted: "
+        "harness.memory.search.max_results (5 unless configured).",
     )
     after: str | None = strawberry.field(
         default=None, description="Without a query: the nextCursor of the previous page."
     )
+    execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
+    invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+
+
+@strawberry.input(description="What to recall records for.")
+class RecallInput:
+    turn_id: uuid.UUID = strawberry.field(description=TURN_ID)
+    query: str = strawberry.field(
+        description="The turn's current work: what to recall for, 1 to 2000 characters."
+    )
     execution_id: uuid.UUID | None = strawberry.field(
         default=None,
-        description="The calling execution (a helper or program may search); "
-        "default: the turn's own.",
+        description="Whose conversation the records are for: a helper's execution; null or "
+        "omitted: the agent's own run of the turn.",
     )
     invocation_id: uuid.UUID | None = strawberry.field(
-        default=None, description="The model call that asked for the tool."
+        default=None, description="The model call the recall is for, if recorded; null: none."
     )
-    idempotency_key: str | None = None
-
-
-@strawberry.input
-class RecallInput:
-    turn_id: uuid.UUID
-    query: str = strawberry.field(description="The turn's current work: what to recall for.")
-    execution_id: uuid.UUID | None = strawberry.field(
-        default=None,
-        description="Whose conversation the records are for (the agent's run "
-        "of the turn by default, or a helper's).",
-    )
-    invocation_id: uuid.UUID | None = None
-    idempotency_key: str | None = None
+    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
 
 
 @strawberry.type(name="MemorySearchResult", description="A record a search or recall returned.")
@@ -78,23 +87,27 @@ class MemorySearchResultType:
     lexical: float | None = strawberry.field(description="Full-text rank, when words matched.")
     found: strawberry.Private[models.MemoryRecord | None] = None
 
-    @strawberry.field
+    @strawberry.field(description="The record the version belongs to.")
     async def record(self, info: Info) -> MemoryRecordType:
         row = self.found or await info.context.loaders.record.load(self.version.row.record_id)
         assert row is not None
         return MemoryRecordType(row=row)
 
 
-@strawberry.type
+@strawberry.type(description="What search_memory found.")
 class SearchMemoryPayload:
-    execution: ExecutionType
-    results: list[MemorySearchResultType]
+    execution: ExecutionType = strawberry.field(
+        description="The tool call's execution, with its input and output."
+    )
+    results: list[MemorySearchResultType] = strawberry.field(
+        description="The records found, best first (newest first without a query)."
+    )
     next_cursor: str | None = strawberry.field(
         description="Without a query: pass it as `after` for the next page; null at the end."
     )
 
 
-@strawberry.type
+@strawberry.type(description="What a recall found, ready for the model's context.")
 class RecallPayload:
     kind: str = strawberry.field(description='Always "memory": the records are data.')
     notice: str = strawberry.field(description="Says the records are data, not instructions.")
@@ -102,7 +115,9 @@ class RecallPayload:
         description="The records rendered as one marked block for the model's context; "
         "empty when nothing was found."
     )
-    results: list[MemorySearchResultType]
+    results: list[MemorySearchResultType] = strawberry.field(
+        description="The records found, best first."
+    )
     recorded: bool = strawberry.field(
         description="False when nothing was found or an earlier recall already put exactly "
         "these versions before this conversation."
@@ -166,11 +181,19 @@ async def _execution(info: Info, value: str | None) -> ExecutionType | None:
 @strawberry.type
 class SearchMutation:
     @strawberry.mutation(
-        description="The native search_memory tool: rank by a query, or list newest first "
-        "(R40, R41); recorded as an execution."
+        # R40, R41
+        description="The native search_memory tool: rank the agent's memory by a query "
+        "(by meaning, words and recency, as harness.memory.search configures), or list it "
+        "newest first; recorded as an execution whose output lists the records returned."
     )
-    async def search_memory(self, info: Info, input: SearchMemoryInput) -> SearchMemoryPayload:
-        labels = labels_of(input)
+    async def search_memory(
+        self,
+        info: Info,
+        input: Annotated[
+            SearchMemoryInput, strawberry.argument(description="The tool's arguments.")
+        ],
+    ) -> SearchMemoryPayload:
+        labels = labels_of(input.labels)
 
         async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await search.search_memory(
@@ -200,10 +223,18 @@ class SearchMutation:
         )
 
     @strawberry.mutation(
+        # R42-R44
         description="Recall before a model call: the records that best match the turn's "
-        "current work, marked as memory (R42-R44)."
+        "current work (at most harness.memory.search.max_results), rendered as one block "
+        "marked as memory: data, never instructions. Recorded as a search_memory execution "
+        "unless nothing was found or the same versions were already recalled for this "
+        "conversation."
     )
-    async def recall(self, info: Info, input: RecallInput) -> RecallPayload:
+    async def recall(
+        self,
+        info: Info,
+        input: Annotated[RecallInput, strawberry.argument(description="What to recall for.")],
+    ) -> RecallPayload:
         async def run() -> tuple[list[search.Found], dict[str, Any]]:
             found = await memory_recall.recall(
                 info.context.db, info.context.embedder, ref=call_ref(input), query=input.query

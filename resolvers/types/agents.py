@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
-from resolvers.types.base import Connection, MemoryStatus, Scope, column, later
+from resolvers.types.base import (
+    AFTER,
+    FIRST,
+    Connection,
+    LabelInput,
+    MemoryStatus,
+    Scope,
+    column,
+    later,
+)
 from server import models
 from server.domain.config import memory_config_to_json
 from server.services import history_reads, reads
@@ -30,29 +39,77 @@ _record = later(_MEMORY, "MemoryRecordType")
 _history_event = later(_HISTORY, "HistoryEventType")
 
 
-@strawberry.type(name="Agent")
+def _first() -> Any:
+    return strawberry.argument(description=FIRST)
+
+
+def _after() -> Any:
+    return strawberry.argument(description=AFTER)
+
+
+@strawberry.input(
+    description="Which memory records to list; every field given must match, a null field "
+    "matches every record."
+)
+class MemoryRecordFilter:
+    status: MemoryStatus | None = strawberry.field(
+        default=None, description="Only records in this status."
+    )
+    kind: str | None = strawberry.field(
+        default=None, description="Only records of this kind (their current version's)."
+    )
+    scope: Scope | None = strawberry.field(default=None, description="Only records of this scope.")
+    session_id: uuid.UUID | None = strawberry.field(
+        default=None, description="Only records this session wrote."
+    )
+    preview: bool | None = strawberry.field(
+        default=None, description="True: only preview records; false: only live ones."
+    )
+    labels: list[LabelInput] | None = strawberry.field(
+        default=None,
+        description="Only records whose current version has every one of these label values.",
+    )
+
+
+@strawberry.type(
+    name="Agent",
+    description="An agent: a named identity in a namespace, with published versions of its "
+    "configuration, its sessions and its memory.",
+)
 class AgentType:
     row: strawberry.Private[models.Agent]
 
-    id: uuid.UUID = column()
-    namespace: str = column()
-    name: str = column()
-    sessionless: bool = column(description="True for an agent that runs without sessions.")
-    created_at: datetime = column()
+    id: uuid.UUID = column(description="The agent's id.")
+    namespace: str = column(description="The namespace the agent belongs to.")
+    name: str = column(description="The agent's name, unique in its namespace.")
+    sessionless: bool = column(
+        description="True for an agent that runs without sessions: its memory is agent scope only."
+    )
+    created_at: datetime = column(description="When the agent was created.")
 
-    @strawberry.field
+    @strawberry.field(description="Every published version, oldest first.")
     async def versions(self, info: Info) -> list[AgentVersionType]:
         rows = await info.context.loaders.versions_of_agent.load(self.row.id)
         return [AgentVersionType(row=v) for v in reversed(rows)]
 
-    @strawberry.field
+    @strawberry.field(
+        description="The newest version; turns use it unless they name another. Null "
+        "before the first version is published."
+    )
     async def latest_version(self, info: Info) -> AgentVersionType | None:
         rows = await info.context.loaders.versions_of_agent.load(self.row.id)
         return AgentVersionType(row=rows[-1]) if rows else None
 
-    @strawberry.field(description="Sessions, newest first.", permission_classes=[CanReadSessions])
+    @strawberry.field(
+        description="The agent's sessions, newest first. Needs SELECT on "
+        "<namespace>.Session; without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
     async def sessions(
-        self, info: Info, first: int, after: str | None = None
+        self,
+        info: Info,
+        first: Annotated[int, _first()],
+        after: Annotated[str | None, _after()] = None,
     ) -> Connection[SessionType]:
         return await Connection.read(
             info,
@@ -64,15 +121,20 @@ class AgentType:
         )
 
     @strawberry.field(
-        description="Memory records, newest first (R71 readers).",
+        description="The agent's committed memory records in any status, newest first. "
+        "Needs SELECT on <namespace>.AgentMemory.indexes.* and on "
+        "<namespace>.AgentMemory.document; without them, FORBIDDEN.",
         permission_classes=[CanReadMemory],
     )
     async def memory_records(
         self,
         info: Info,
-        first: int,
-        after: str | None = None,
-        filter: MemoryRecordFilter | None = None,
+        first: Annotated[int, _first()],
+        after: Annotated[str | None, _after()] = None,
+        filter: Annotated[
+            MemoryRecordFilter | None,
+            strawberry.argument(description="Only the records that match; null: every record."),
+        ] = None,
     ) -> Connection[Annotated[MemoryRecordType, strawberry.lazy(_MEMORY)]]:
         f = filter or MemoryRecordFilter()
         return await Connection.read(
@@ -93,66 +155,65 @@ class AgentType:
         )
 
 
-@strawberry.input
-class LabelFilter:
-    name: str
-    value: str
-
-
-@strawberry.input
-class MemoryRecordFilter:
-    status: MemoryStatus | None = None
-    kind: str | None = None
-    scope: Scope | None = None
-    session_id: uuid.UUID | None = None
-    preview: bool | None = None
-    labels: list[LabelFilter] | None = None
-
-
-@strawberry.type(name="AgentVersion")
+@strawberry.type(
+    name="AgentVersion",
+    description="An immutable, numbered version of an agent's configuration.",
+)
 class AgentVersionType:
     row: strawberry.Private[models.AgentVersion]
 
-    id: uuid.UUID = column()
-    number: int = column()
-    label: str | None = column()
+    id: uuid.UUID = column(description="The version's id.")
+    number: int = column(description="The version's number in its agent, from 1.")
+    label: str | None = column(description="The label given when it was published, if any.")
 
-    @strawberry.field(description="The configuration as published.")
+    @strawberry.field(description='The configuration as published: {"harness": ...}.')
     def config(self) -> JSON:
         return JSON(self.row.config)
 
-    @strawberry.field(description="harness.memory with every default filled in.")
+    @strawberry.field(
+        description="The memory configuration (harness.memory) with every default the "
+        "server applies filled in."
+    )
     async def effective_memory_config(self, info: Info) -> JSON:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
         return JSON(memory_config_to_json(config_of(self.row, agent).memory))
 
-    created_at: datetime = column()
+    created_at: datetime = column(description="When the version was published.")
 
-    @strawberry.field
+    @strawberry.field(description="The agent the version belongs to.")
     async def agent(self, info: Info) -> AgentType:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
         return AgentType(row=agent)
 
 
-@strawberry.type(name="Session")
+@strawberry.type(
+    name="Session",
+    description="A conversation of an agent: its turns, in order, and the history they kept.",
+)
 class SessionType:
     row: strawberry.Private[models.Session]
 
-    id: uuid.UUID = column()
-    external_id: str | None = column()
-    created_at: datetime = column()
+    id: uuid.UUID = column(description="The session's id.")
+    external_id: str | None = column(
+        description="The caller's own id for the session, as given to createSession; null "
+        "when none was given."
+    )
+    created_at: datetime = column(description="When the session was created.")
 
-    @strawberry.field
+    @strawberry.field(description="The agent the session belongs to.")
     async def agent(self, info: Info) -> AgentType:
         agent = await info.context.loaders.agent.load(self.row.agent_id)
         assert agent is not None
         return AgentType(row=agent)
 
-    @strawberry.field(description="Turns, newest first.")
+    @strawberry.field(description="The session's turns, newest first, every attempt.")
     async def turns(
-        self, info: Info, first: int, after: str | None = None
+        self,
+        info: Info,
+        first: Annotated[int, _first()],
+        after: Annotated[str | None, _after()] = None,
     ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
         return await Connection.read(
             info,
@@ -164,11 +225,17 @@ class SessionType:
         )
 
     @strawberry.field(
-        description="Events its committed turns kept (R60), newest first; turnNumber "
-        "narrows to one turn."
+        description="The events the session's committed turns kept as history, newest first."
     )
     async def history(
-        self, info: Info, first: int, after: str | None = None, turn_number: int | None = None
+        self,
+        info: Info,
+        first: Annotated[int, _first()],
+        after: Annotated[str | None, _after()] = None,
+        turn_number: Annotated[
+            int | None,
+            strawberry.argument(description="Only the events of this turn; null: every turn."),
+        ] = None,
     ) -> Connection[Annotated[HistoryEventType, strawberry.lazy(_HISTORY)]]:
         db = info.context.db
         page = await history_reads.list_session_history(

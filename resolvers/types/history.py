@@ -26,19 +26,24 @@ def _header(event: models.HistoryEvent) -> str:
     return rules.header(event.turn_number, cast("rules.Role", event.role), event.tool_name)
 
 
-@strawberry.enum
+@strawberry.enum(description="Who a kept event is from.")
 class HistoryRole(Enum):
-    USER = "user"
-    AGENT = "agent"
-    TOOL = "tool"
+    _value_: str  # the stored value
+
+    USER = strawberry.enum_value("user", description="The user: an incoming message.")
+    AGENT = strawberry.enum_value("agent", description="The agent: a reply.")
+    TOOL = strawberry.enum_value("tool", description="A tool: a result or an error.")
 
 
 @strawberry.type(name="ToolCall", description="A tool call an agent reply made.")
 class ToolCallType:
-    id: str
-    name: str
+    id: str = strawberry.field(description="The call's id, unique in its turn.")
+    name: str = strawberry.field(description="The tool's name.")
     arguments: JSON = strawberry.field(
-        description="What the call was given; a memory tool's arguments are memory (R71)."
+        # R71
+        description="What the call was given, as a JSON object. A memory tool's arguments "
+        "are memory: without SELECT on <namespace>.AgentMemory.indexes.* and "
+        '<namespace>.AgentMemory.document they are {"redacted": ...}.'
     )
     agent_id: strawberry.Private[uuid.UUID]
 
@@ -53,29 +58,36 @@ class ToolCallType:
 class HistoryPartType:
     row: strawberry.Private[models.HistoryPart]
 
-    id: uuid.UUID = column()
-    part: int = column(description="1-based position in the event.")
-    parts: int = column()
-    text: str = column()
-    created_at: datetime = column()
+    id: uuid.UUID = column(description="The part's id.")
+    part: int = column(description="Its position in the event, from 1.")
+    parts: int = column(description="How many parts the event has.")
+    text: str = column(description="The part's text; neighbouring parts overlap a little.")
+    created_at: datetime = column(description="When it was kept.")
 
 
-@strawberry.type(name="HistoryEvent", description="An event a committed turn kept (R60).")
+@strawberry.type(
+    name="HistoryEvent",
+    # R60
+    description="An event of the conversation a committed turn kept as searchable history: "
+    "a message, a reply, or a tool's result or error.",
+)
 class HistoryEventType:
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
 
-    id: uuid.UUID = column()
-    turn_number: int = column()
-    role: HistoryRole = column(convert=HistoryRole)
-    tool_name: str | None = column()
+    id: uuid.UUID = column(description="The event's id.")
+    turn_number: int = column(description="The number of the turn that kept it.")
+    role: HistoryRole = column(convert=HistoryRole, description="Who it is from.")
+    tool_name: str | None = column(description="For a tool result or error: the tool's name.")
 
     tool_call_id: str | None = column(
         description="For a tool result or error: the call it answers."
     )
 
-    is_error: bool = column()
-    preview: bool = column()
+    is_error: bool = column(description="True for a tool error.")
+    preview: bool = column(
+        description="True when a turn in preview mode kept it: only preview turns search it."
+    )
     sequence: int = column(description="The event's position in its turn's transcript.")
 
     @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
@@ -83,9 +95,9 @@ class HistoryEventType:
         return _header(self.row)
 
     text: str = column(description="The event's whole text, as kept.")
-    created_at: datetime = column()
+    created_at: datetime = column(description="When it was kept.")
 
-    @strawberry.field
+    @strawberry.field(description="The searchable parts of its text, in order.")
     def parts(self) -> list[HistoryPartType]:
         return [HistoryPartType(row=p) for p in self.details.parts]
 
@@ -100,39 +112,48 @@ class HistoryEventType:
             for c in self.details.tool_calls
         ]
 
-    @strawberry.field
+    @strawberry.field(description="The transcript event it was kept from.")
     def transcript_event(self) -> TranscriptEventType | None:
         t = self.details.transcript
         return TranscriptEventType(row=t) if t is not None else None
 
     execution: ExecutionType | None = related(
-        "execution", "execution_id", lambda r: ExecutionType(row=r)
+        "execution",
+        "execution_id",
+        lambda r: ExecutionType(row=r),
+        description="Whose conversation it belongs to.",
     )
 
-    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
+    turn: TurnType = related(
+        "turn", "turn_id", lambda r: TurnType(row=r), description="The turn that kept it."
+    )
 
 
-@strawberry.type(name="HistoryResult", description="One search_history result (R62).")
+@strawberry.type(
+    name="HistoryResult",
+    # R62
+    description="One search_history result: a part of a kept event, or an event read whole.",
+)
 class HistoryResultType:
     hit: strawberry.Private[HistoryHit]
 
-    @strawberry.field
+    @strawberry.field(description="The kept event's id.")
     def event_id(self) -> uuid.UUID:
         return self.hit.event.id
 
-    @strawberry.field
+    @strawberry.field(description="The number of the turn that kept it.")
     def turn(self) -> int:
         return self.hit.event.turn_number
 
-    @strawberry.field
+    @strawberry.field(description="Who it is from.")
     def role(self) -> HistoryRole:
         return HistoryRole(self.hit.event.role)
 
-    @strawberry.field
+    @strawberry.field(description="For a tool result or error: the tool's name.")
     def tool_name(self) -> str | None:
         return self.hit.event.tool_name
 
-    @strawberry.field
+    @strawberry.field(description="True for a tool error.")
     def is_error(self) -> bool:
         return self.hit.event.is_error
 
@@ -173,6 +194,6 @@ class HistoryResultType:
         row = await info.context.loaders.execution.load(self.hit.event.execution_id)
         return ExecutionType(row=row) if row else None
 
-    @strawberry.field
+    @strawberry.field(description="The kept event, whole.")
     def event(self) -> HistoryEventType:
         return HistoryEventType(row=self.hit.event, details=self.hit.details)

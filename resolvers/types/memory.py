@@ -10,52 +10,74 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import MemoryStatus, Scope, column, related
+from resolvers.types.base import MemoryStatus, PrincipalKind, Scope, column, related
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 
 
 @strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
 class DeletingPrincipalType:
-    id: uuid.UUID
-    name: str
-    kind: str = strawberry.field(description="admin, client or runtime.")
+    id: uuid.UUID = strawberry.field(description="The principal's id.")
+    name: str = strawberry.field(description="The principal's name, as its token was issued.")
+    kind: PrincipalKind = strawberry.field(description="What kind of principal it is.")
 
 
 @strawberry.type(
     name="ApiDeletion",
-    description="A deletion through the API (deleteAgentMemory, R71): who, and when.",
+    # R71
+    description="A deletion through the API (deleteAgentMemory): who, and when.",
 )
 class ApiDeletionType:
     principal: DeletingPrincipalType | None = strawberry.field(
-        description="None when no principal made the call (dev mode) or it was removed since."
+        description="The principal that made the call; null when none did (dev mode) or it "
+        "was removed since."
     )
     caller: str = strawberry.field(description="The caller as the server named it.")
-    created_at: datetime
+    created_at: datetime = strawberry.field(description="When the record was deleted.")
 
 
 @strawberry.type(
     name="Provenance",
-    description="Who wrote a memory version (R25): a tool call of a turn (execution, turn, "
+    # R25
+    description="Who wrote a memory version: a tool call of a turn (execution, turn, "
     "agent version), or, for a deletion through the API, that deletion (apiDeletion).",
 )
 class ProvenanceType:
     row: strawberry.Private[models.MemoryVersion]
 
     execution: ExecutionType | None = related(
-        "execution", "execution_id", lambda r: ExecutionType(row=r)
+        "execution",
+        "execution_id",
+        lambda r: ExecutionType(row=r),
+        description="The tool call (or review) that wrote it; null for a deletion through the API.",
     )
 
     invocation: InvocationType | None = related(
-        "invocation", "invocation_id", lambda r: InvocationType(row=r)
+        "invocation",
+        "invocation_id",
+        lambda r: InvocationType(row=r),
+        description="The model call that asked for it, when the caller named one.",
     )
 
     agent_version: AgentVersionType | None = related(
-        "agent_version", "agent_version_id", lambda r: AgentVersionType(row=r)
+        "agent_version",
+        "agent_version_id",
+        lambda r: AgentVersionType(row=r),
+        description="The version of the agent's configuration the turn ran.",
     )
 
-    session: SessionType | None = related("session", "session_id", lambda r: SessionType(row=r))
-    turn: TurnType | None = related("turn", "turn_id", lambda r: TurnType(row=r))
+    session: SessionType | None = related(
+        "session",
+        "session_id",
+        lambda r: SessionType(row=r),
+        description="The session of the turn; null for an agent without sessions.",
+    )
+    turn: TurnType | None = related(
+        "turn",
+        "turn_id",
+        lambda r: TurnType(row=r),
+        description="The turn that wrote it; null for a deletion through the API.",
+    )
 
     @strawberry.field(description="The deletion through the API that wrote this version.")
     async def api_deletion(self, info: Info) -> ApiDeletionType | None:
@@ -73,34 +95,51 @@ class ProvenanceType:
         return ApiDeletionType(
             principal=None
             if who is None
-            else DeletingPrincipalType(id=who.id, name=who.name, kind=who.kind),
+            else DeletingPrincipalType(id=who.id, name=who.name, kind=PrincipalKind(who.kind)),
             caller=deletion.caller,
             created_at=deletion.created_at,
         )
 
 
-@strawberry.type(name="MemoryVersion")
+@strawberry.type(
+    name="MemoryVersion",
+    description="One version of a memory record: its text as created, or as a change left "
+    "it. Versions are never changed.",
+)
 class MemoryVersionType:
     row: strawberry.Private[models.MemoryVersion]
 
-    id: uuid.UUID = column()
-    record_id: uuid.UUID = column()
-    number: int = column()
-    status: MemoryStatus = column(convert=MemoryStatus)
-    summary: str = column()
-    content: str | None = column()
-    kind: str = column()
-    labels: JSON = column()
-    created_at: datetime = column()
+    id: uuid.UUID = column(description="The version's id.")
+    record_id: uuid.UUID = column(description="The record's id.")
+    number: int = column(description="The version's number in its record, from 1.")
+    status: MemoryStatus = column(
+        convert=MemoryStatus, description="The record's status this version gave it."
+    )
+    summary: str = column(description="One line the agent can act on.")
+    content: str | None = column(description="The evidence and the specifics; null: none.")
+    kind: str = column(description="One of the kinds the agent declares.")
+    labels: JSON = column(
+        description="The values of declared labels, an object of name: value, e.g. "
+        '{"customer_id": "C-42"}; {} when none.'
+    )
+    created_at: datetime = column(description="When the version was written.")
 
-    @strawberry.field
+    @strawberry.field(description="Who wrote the version.")
     def written_by(self) -> ProvenanceType:
         return ProvenanceType(row=self.row)
 
-    record: MemoryRecordType = related("record", "record_id", lambda r: MemoryRecordType(row=r))
+    record: MemoryRecordType = related(
+        "record",
+        "record_id",
+        lambda r: MemoryRecordType(row=r),
+        description="The record the version belongs to.",
+    )
 
 
-@strawberry.type(name="MemoryRecord")
+@strawberry.type(
+    name="MemoryRecord",
+    description="A fact an agent keeps, with every version of it; the current one is in force.",
+)
 class MemoryRecordType:
     """A record as an API reader sees it: a change an open turn staged is not yet shown."""
 
@@ -110,17 +149,19 @@ class MemoryRecordType:
     def _staged(self) -> bool:
         return self.row.pending_turn_id is not None
 
-    id: uuid.UUID = column()
-    scope: Scope = column(convert=Scope)
+    id: uuid.UUID = column(description="The record's id.")
+    scope: Scope = column(convert=Scope, description="Who the record is for.")
 
-    @strawberry.field
+    @strawberry.field(description="Where the record stands.")
     def status(self) -> MemoryStatus:
         status = self.row.prior_status if self._staged else self.row.status
         return MemoryStatus(status or self.row.status)
 
-    preview: bool = column()
-    pinned: bool = column()
-    created_at: datetime = column()
+    preview: bool = column(
+        description="True for a record a turn in preview mode wrote: live turns never see it."
+    )
+    pinned: bool = column(description="True when every turn's instructions list it.")
+    created_at: datetime = column(description="When the record was created.")
 
     session: SessionType | None = related(
         "session",

@@ -11,7 +11,16 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import column, later, related
+from resolvers.types.base import (
+    ExecutionKind,
+    ExecutionStatus,
+    InvocationPurpose,
+    TranscriptEventKind,
+    TurnStatus,
+    column,
+    later,
+    related,
+)
 from server import models
 from server.services import reads
 
@@ -24,32 +33,62 @@ _USES = "resolvers.types.uses"
 _record = later(_MEMORY, "MemoryRecordType")
 _use = later(_USES, "OutputUseType")
 
+# What of memory a reader sees (R12, R70, R71), said once for the fields that show it.
 _MEMORY_TOOL_IO = (
-    "A memory tool's input and output are memory: null without the memory read grant "
-    '(R71); in a rolled-back or failed turn, {"redacted": "discarded: the turn rolled back"} '
-    '(or "... failed") for every reader but the agent itself (R12).'
+    "A memory tool's input and output are memory: null without SELECT on "
+    "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document. In a "
+    'rolled-back or failed turn, {"redacted": "discarded: the turn rolled back"} (or "... '
+    'failed") for every reader but the agent itself.'
 )
 
 
-@strawberry.type(name="Turn")
+@strawberry.type(
+    name="Turn",
+    description="One attempt of an agent at a step of its work: opened by beginTurn, ended "
+    "by commitTurn, rollbackTurn or failTurn. Its memory is published only if it commits.",
+)
 class TurnType:
     row: strawberry.Private[models.Turn]
 
-    id: uuid.UUID = column()
-    number: int = column(description="Position in the session; a retry keeps it.")
-    attempt: int = column()
-    status: str = column(description="open, committed, rolled_back or failed.")
-    preview: bool = column()
-    error: str | None = column()
-    created_at: datetime = column()
-    ended_at: datetime | None = column()
-    replay_of: TurnType | None = related("turn", "replay_of_id", lambda r: TurnType(row=r))
-    retry_of: TurnType | None = related("turn", "retry_of_id", lambda r: TurnType(row=r))
-    session: SessionType | None = related("session", "session_id", lambda r: SessionType(row=r))
-    agent: AgentType = related("agent", "agent_id", lambda r: AgentType(row=r))
+    id: uuid.UUID = column(description="The turn's id.")
+    number: int = column(
+        description="The turn's position in its session, from 1; a retry keeps it."
+    )
+    attempt: int = column(description="Which attempt at this number it is, from 1.")
+    status: TurnStatus = column(convert=TurnStatus, description="Where the turn stands.")
+    preview: bool = column(
+        description="True for a turn in preview mode: what it writes are preview records."
+    )
+    error: str | None = column(description="The error failTurn gave; null otherwise.")
+    created_at: datetime = column(description="When the turn began.")
+    ended_at: datetime | None = column(description="When the turn ended; null while open.")
+    replay_of: TurnType | None = related(
+        "turn",
+        "replay_of_id",
+        lambda r: TurnType(row=r),
+        description="The earlier turn this one replays, if any.",
+    )
+    retry_of: TurnType | None = related(
+        "turn",
+        "retry_of_id",
+        lambda r: TurnType(row=r),
+        description="The failed attempt this one retries, if any.",
+    )
+    session: SessionType | None = related(
+        "session",
+        "session_id",
+        lambda r: SessionType(row=r),
+        description="The session of the turn; null for an agent without sessions.",
+    )
+    agent: AgentType = related(
+        "agent", "agent_id", lambda r: AgentType(row=r), description="The agent that ran it."
+    )
 
     agent_version: AgentVersionType = related(
-        "agent_version", "agent_version_id", lambda r: AgentVersionType(row=r)
+        "agent_version",
+        "agent_version_id",
+        lambda r: AgentVersionType(row=r),
+        description="The version of the agent's configuration the turn runs.",
     )
 
     @strawberry.field(description="Every execution of the turn, oldest first.")
@@ -78,39 +117,56 @@ class TurnType:
         return [_record(row=r) for r in rows]
 
 
-@strawberry.type(name="Execution")
+@strawberry.type(
+    name="Execution",
+    description="A unit of work inside a turn: the agent's own run, a native tool call, a "
+    "helper or a program.",
+)
 class ExecutionType:
     row: strawberry.Private[models.Execution]
 
-    id: uuid.UUID = column()
-    kind: str = column(description="turn, tool, helper or program.")
-    name: str = column(description="The tool's name for a tool execution.")
-    status: str = column(description="running, succeeded or failed.")
+    id: uuid.UUID = column(description="The execution's id.")
+    kind: ExecutionKind = column(convert=ExecutionKind, description="What it records.")
+    name: str = column(
+        description="The tool's name for a tool execution (add_memory, search_memory, ...); "
+        "the name startExecution gave for a helper or program; turn for the turn's own."
+    )
+    status: ExecutionStatus = column(
+        convert=ExecutionStatus, description="Where the execution stands."
+    )
     input: JSON | None = column(description=_MEMORY_TOOL_IO)
     output: JSON | None = column(description=_MEMORY_TOOL_IO)
-    error: str | None = column()
-    created_at: datetime = column()
-    ended_at: datetime | None = column()
-    parent: ExecutionType | None = related("execution", "parent_id", lambda r: ExecutionType(row=r))
+    error: str | None = column(description="Why it failed; null unless FAILED.")
+    created_at: datetime = column(description="When it started.")
+    ended_at: datetime | None = column(description="When it ended; null while RUNNING.")
+    parent: ExecutionType | None = related(
+        "execution",
+        "parent_id",
+        lambda r: ExecutionType(row=r),
+        description="The execution that started or called it; null for the turn's own.",
+    )
 
-    @strawberry.field
+    @strawberry.field(description="The executions it started or called, oldest first.")
     async def children(self, info: Info) -> list[ExecutionType]:
         rows = await info.context.loaders.children_of_execution.load(self.row.id)
         return [ExecutionType(row=r) for r in rows]
 
-    @strawberry.field
+    @strawberry.field(description="The model calls recorded on it, oldest first.")
     async def invocations(self, info: Info) -> list[InvocationType]:
         rows = await info.context.loaders.invocations_of_execution.load(self.row.id)
         return [InvocationType(row=r) for r in rows]
 
-    turn: TurnType = related("turn", "turn_id", lambda r: TurnType(row=r))
+    turn: TurnType = related(
+        "turn", "turn_id", lambda r: TurnType(row=r), description="The turn it belongs to."
+    )
 
     @strawberry.field(
-        description="What the execution's output put before the model, in its order "
-        "(R43, R63): RETRIEVED record versions for search_memory and recall, parts of kept "
-        "events for search_history; empty for other executions. Memory uses need the "
-        "memory read grant (R71), history uses the session's: without it, null and "
-        "FORBIDDEN."
+        # R43, R63; the grants are R71's
+        description="What the execution's output put before the model, in its order: "
+        "RETRIEVED record versions for search_memory and recall, parts of kept events for "
+        "search_history; empty for other executions. Memory uses need SELECT on "
+        "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document, history "
+        "uses SELECT on <namespace>.Session: without them, null and FORBIDDEN."
     )
     async def uses(
         self, info: Info
@@ -119,43 +175,65 @@ class ExecutionType:
         return [_use(row=r) for r in rows]
 
 
-@strawberry.type(name="Invocation")
+@strawberry.type(
+    name="Invocation", description="One model call recorded inside an execution: its usage."
+)
 class InvocationType:
     row: strawberry.Private[models.Invocation]
 
-    id: uuid.UUID = column()
-    purpose: str = column(description="turn, memory or embed.")
-    model: str = column()
-    input_tokens: int = column()
-    output_tokens: int = column()
-    counted: bool = column(description="False for usage no limit counts (embed).")
-    created_at: datetime = column()
-    execution: ExecutionType = related("execution", "execution_id", lambda r: ExecutionType(row=r))
+    id: uuid.UUID = column(description="The invocation's id.")
+    purpose: InvocationPurpose = column(
+        convert=InvocationPurpose, description="What the model call was for."
+    )
+    model: str = column(description="The model's name, as recorded.")
+    input_tokens: int = column(description="Tokens the model read.")
+    output_tokens: int = column(description="Tokens the model wrote.")
+    counted: bool = column(description="False for usage no limit counts (EMBED).")
+    created_at: datetime = column(description="When it was recorded.")
+    execution: ExecutionType = related(
+        "execution",
+        "execution_id",
+        lambda r: ExecutionType(row=r),
+        description="The execution the call was made in.",
+    )
 
 
-@strawberry.type(name="TranscriptEvent")
+@strawberry.type(
+    name="TranscriptEvent",
+    description="One event of a turn's transcript: what was said and done, in order.",
+)
 class TranscriptEventType:
     row: strawberry.Private[models.TranscriptEvent]
 
-    id: uuid.UUID = column()
-    sequence: int = column()
+    id: uuid.UUID = column(description="The event's id.")
+    sequence: int = column(description="The event's position in its turn's transcript, from 1.")
 
-    type: str = column(
-        description="message.user, message.agent, tool.call, tool.result, "
-        "tool.error, skill.load, memory.pinned, usage, ..."
+    type: TranscriptEventKind = column(
+        convert=TranscriptEventKind, description="What the event records."
     )
 
-    tool_name: str | None = column()
-    tool_call_id: str | None = column()
+    tool_name: str | None = column(
+        description="For a tool result or error: the tool's name; null otherwise."
+    )
+    tool_call_id: str | None = column(
+        description="For a tool result or error: the id of the call it answers; null otherwise."
+    )
     payload: JSON = column(
-        description="A memory tool's event (and memory.pinned, retrieval) is memory: "
-        'without the memory read grant it is {"redacted": ...}, and so are the arguments of '
-        "the memory calls an agent reply names. In a rolled-back or failed turn it is "
-        '{"redacted": "discarded: the turn rolled back"} (or "... failed") for every reader '
-        "but the agent itself (R12, R70, R71)."
+        # R12, R70, R71
+        description="What the event holds, by its type (a message's text, a result, the "
+        "pinned versions, usage). A memory tool's event (and MEMORY_PINNED, RETRIEVAL) is "
+        "memory: without SELECT on <namespace>.AgentMemory.indexes.* and "
+        '<namespace>.AgentMemory.document it is {"redacted": ...}, and so are the '
+        "arguments of the memory calls an agent reply names. In a rolled-back or failed "
+        'turn it is {"redacted": "discarded: the turn rolled back"} (or "... failed") for '
+        "every reader but the agent itself."
     )
-    created_at: datetime = column()
+    created_at: datetime = column(description="When it was recorded.")
 
     execution: ExecutionType | None = related(
-        "execution", "execution_id", lambda r: ExecutionType(row=r)
+        "execution",
+        "execution_id",
+        lambda r: ExecutionType(row=r),
+        description="Whose conversation it belongs to: the turn's own run, a helper's, or "
+        "the native tool call it records.",
     )

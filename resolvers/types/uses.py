@@ -18,26 +18,29 @@ from resolvers.types.memory import MemoryVersionType
 from server import models
 
 
-@strawberry.enum
+@strawberry.enum(description="How an execution's output used what it names.")
 class OutputUseKind(Enum):
-    RETRIEVED = "RETRIEVED"
+    RETRIEVED = strawberry.enum_value(
+        "RETRIEVED", description="Put before the model by a search or a recall."
+    )
 
 
 @strawberry.type(
     name="OutputUse",
+    # R43, R63
     description="A record version or a kept history part an execution's output put "
-    "before the model (R43, R63).",
+    "before the model.",
 )
 class OutputUseType:
     row: strawberry.Private[models.OutputUse]
 
-    id: uuid.UUID = column()
-    kind: OutputUseKind = column(convert=OutputUseKind)
+    id: uuid.UUID = column(description="The use's id.")
+    kind: OutputUseKind = column(convert=OutputUseKind, description="How it was used.")
     rank: int = column(
         description="The result's position in the output, from 1; the parts of a history "
         "event read whole share its rank."
     )
-    created_at: datetime = column()
+    created_at: datetime = column(description="When it was recorded.")
 
     memory_version: MemoryVersionType | None = related(
         "version",

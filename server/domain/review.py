@@ -115,9 +115,9 @@ def default_instructions(memory: MemoryConfig) -> str:
     if "agent" in memory.write_scopes:
         session = "session" in memory.write_scopes
         lines.append(
-            "A candidate's scope is agent when it informs every conversation of this agent"
+            "A candidate's scope is AGENT when it informs every conversation of this agent"
             + (
-                ", and session (the default) when it is about this conversation's subject"
+                ", and SESSION (the default) when it is about this conversation's subject"
                 if session
                 else ""
             )
@@ -137,8 +137,9 @@ DECISIONS_PART = """\
 Answer in two steps.
 
 1. Candidates: reply with a JSON object {"candidates": [...]}, each candidate \
-{"summary": "...", "content": "...", "kind": "...", "labels": {...}, "scope": "session"}; \
-content, labels and scope may be left out. An empty list is a fine answer.
+{"summary": "...", "content": "...", "kind": "...", \
+"labels": [{"name": "...", "value": "..."}], "scope": "SESSION"}; content, labels and \
+scope may be left out. An empty list is a fine answer.
 
 2. Decisions: you are then shown, for each candidate, the memories already kept that \
 are most like it, with their ids. Reply with {"decisions": [...]}, one per candidate in \

@@ -32,7 +32,8 @@ COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { id statu
 ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { id status } }"
 FAIL = 'mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: "boom"}) { id status } }'
 ADD = """
-mutation($turn: UUID!, $summary: String!, $content: String, $kind: String, $labels: JSON,
+mutation($turn: UUID!, $summary: String!, $content: String, $kind: String,
+         $labels: [LabelInput!],
          $scope: Scope, $pinned: Boolean! = false, $replaces: UUID, $execution: UUID,
          $key: String) {
   addMemory(input: {turnId: $turn, summary: $summary, content: $content, kind: $kind,
@@ -62,6 +63,11 @@ mutation($turn: UUID!, $kind: HelperKind!) {
 }"""
 
 ALL_TOOLS = ["add_memory", "read_memory", "delete_memory"]
+
+
+def label_list(labels: dict[str, Any]) -> list[dict[str, Any]]:
+    """Labels as an input gives them: a list of {name, value}."""
+    return [{"name": name, "value": value} for name, value in labels.items()]
 
 
 def memory_config(
@@ -125,6 +131,8 @@ class Scenario:
         return str((await self.begin(session, **kw))["turn"]["id"])
 
     async def add(self, turn: str, summary: str, **kw: Any) -> dict[str, Any]:
+        if isinstance(kw.get("labels"), dict):
+            kw["labels"] = label_list(kw["labels"])
         data = await self.api.ok(ADD, turn=turn, summary=summary, **kw)
         return dict(data["addMemory"])
 

@@ -291,7 +291,7 @@ async def test_r25_record_versions_and_links(api: Api) -> None:
     assert superseded["writtenBy"]["execution"] == {
         "id": replace_execution,
         "name": "add_memory",
-        "kind": "tool",
+        "kind": "TOOL",
     }
     assert superseded["writtenBy"]["turn"]["id"] == second_turn
     assert superseded["writtenBy"]["agentVersion"] == {"number": 2}
@@ -335,8 +335,8 @@ async def test_r25_written_by_names_every_link(api: Api) -> None:
     await s.commit(turn)
     written = (await api.ok(RECORD, id=record))["agentMemory"]["writtenBy"]
     assert written == {
-        "execution": {"id": added["execution"]["id"], "name": "add_memory", "kind": "tool"},
-        "invocation": {"id": invocation, "purpose": "turn"},
+        "execution": {"id": added["execution"]["id"], "name": "add_memory", "kind": "TOOL"},
+        "invocation": {"id": invocation, "purpose": "TURN"},
         "agentVersion": {"number": 1},
         "session": {"id": session},
         "turn": {"id": turn, "number": 1},
@@ -356,23 +356,23 @@ async def test_turn_executions_transcript_and_memories(api: Api) -> None:
     await s.commit(turn)
 
     data = (await api.ok(TURN, id=turn))["turn"]
-    assert data["number"] == 1 and data["status"] == "committed"
+    assert data["number"] == 1 and data["status"] == "COMMITTED"
     executions = data["executions"]
     assert [(e["kind"], e["name"]) for e in executions] == [
-        ("turn", "turn"),
-        ("tool", "add_memory"),
-        ("tool", "add_memory"),
-        ("tool", "delete_memory"),
+        ("TURN", "turn"),
+        ("TOOL", "add_memory"),
+        ("TOOL", "add_memory"),
+        ("TOOL", "delete_memory"),
     ]
     assert executions[0]["id"] == turn_execution and executions[0]["parent"] is None
-    assert executions[0]["invocations"] == [{"purpose": "turn", "model": "model-a"}]
+    assert executions[0]["invocations"] == [{"purpose": "TURN", "model": "model-a"}]
     assert all(e["parent"] == {"id": turn_execution} for e in executions[1:])
-    assert {e["status"] for e in executions} == {"succeeded"}
+    assert {e["status"] for e in executions} == {"SUCCEEDED"}
     transcript = data["transcript"]
     assert [t["sequence"] for t in transcript] == list(range(1, len(transcript) + 1))
-    assert transcript[0]["type"] == "memory.pinned"
+    assert transcript[0]["type"] == "MEMORY_PINNED"
     results = [(t["type"], t["toolName"], t["execution"]["id"]) for t in transcript[1:]]
-    assert results == [("tool.result", e["name"], e["id"]) for e in executions[1:]]
+    assert results == [("TOOL_RESULT", e["name"], e["id"]) for e in executions[1:]]
     memories = {m["id"]: (m["status"], m["current"]["summary"]) for m in data["memories"]}
     assert memories == {
         kept: ("ACTIVE", "The customer's name is Ada"),

@@ -17,7 +17,7 @@ from tests.conftest import Api
 
 LABELS = {"customer_id": {"number": 5, "description": "The customer the memory is about."}}
 SEARCH = """
-query($agent: UUID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelFilter!]) {
+query($agent: UUID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
   searchAgentMemory(agentId: $agent, query: $q, limit: $limit, kind: $kind, labels: $labels) {
     score cosine lexical
     version { summary kind status }

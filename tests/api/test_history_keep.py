@@ -70,8 +70,8 @@ async def test_r60_messages_keeps_the_message_and_replies_with_their_calls(api: 
         {"id": "c1", "name": "lookup_account", "arguments": {"id": "A-4417"}}
     ]
     assert reply["header"] == "turn 1, agent"
-    assert reply["execution"]["kind"] == "turn" and reply["turn"]["status"] == "committed"
-    assert reply["transcriptEvent"]["type"] == "message.agent"
+    assert reply["execution"]["kind"] == "TURN" and reply["turn"]["status"] == "COMMITTED"
+    assert reply["transcriptEvent"]["type"] == "AGENT_MESSAGE"
     assert reply["transcriptEvent"]["sequence"] == reply["sequence"]
 
 
@@ -310,7 +310,7 @@ async def test_commit_lands_turn_memory_and_history_together_or_not_at_all(api: 
     try:
         result_ = await api.execute(COMMIT, turn=turn)
         assert result_.errors and result_.errors[0].extensions["code"] == "INTERNAL"
-        assert (await api.ok(TURN, id=turn))["turn"]["status"] == "open"
+        assert (await api.ok(TURN, id=turn))["turn"]["status"] == "OPEN"
         _, ext = await api.error(MEMORY, id=record)
         assert ext["code"] == "NOT_FOUND"  # not published
         assert await s.history(session) == []
@@ -318,7 +318,7 @@ async def test_commit_lands_turn_memory_and_history_together_or_not_at_all(api: 
         async with api.database.engine.begin() as conn:
             await conn.execute(text(f"ALTER TABLE history_parts DROP CONSTRAINT {constraint}"))
     await s.commit(turn)
-    assert (await api.ok(TURN, id=turn))["turn"]["status"] == "committed"
+    assert (await api.ok(TURN, id=turn))["turn"]["status"] == "COMMITTED"
     assert (await api.ok(MEMORY, id=record))["agentMemory"]["status"] == "ACTIVE"
     kept = await s.history(session)
     assert sorted(n["toolName"] or n["text"] for n in kept) == [

@@ -41,13 +41,13 @@ async def test_r60_events_are_appended_in_order_with_their_types(api: Api) -> No
         result("c2", "not found", error=True),
     )
     assert [e["type"] for e in recorded] == [
-        "message.user",
-        "message.agent",
-        "tool.result",
-        "skill.load",
-        "retrieval",
-        "message.agent",
-        "tool.error",
+        "USER_MESSAGE",
+        "AGENT_MESSAGE",
+        "TOOL_RESULT",
+        "SKILL_LOAD",
+        "RETRIEVAL",
+        "AGENT_MESSAGE",
+        "TOOL_ERROR",
     ]
     first = before[-1]["sequence"] + 1
     assert [e["sequence"] for e in recorded] == list(range(first, first + 7))
@@ -56,7 +56,7 @@ async def test_r60_events_are_appended_in_order_with_their_types(api: Api) -> No
     assert recorded[1]["payload"]["toolCalls"] == [
         {"id": "c1", "name": "lookup", "arguments": {"id": 7}}
     ]
-    assert {e["execution"]["kind"] for e in recorded} == {"turn"}
+    assert {e["execution"]["kind"] for e in recorded} == {"TURN"}
     more = await s.record(turn, user("And then?"))
     assert more[0]["sequence"] == first + 7
 
@@ -128,7 +128,7 @@ async def test_native_link_must_match_the_call(api: Api) -> None:
         _, ext = await s.record_error(turn, event)
         assert (ext["code"], ext["field"]) == ("BAD_INPUT", field)
     linked = await s.record(turn, result("c1", execution=native))
-    assert linked[0]["execution"] == {"id": native, "kind": "tool", "name": "add_memory"}
+    assert linked[0]["execution"] == {"id": native, "kind": "TOOL", "name": "add_memory"}
     assert linked[0]["toolName"] == "add_memory"
     await s.record(turn, agent(None, ("c3", "add_memory", {})))
     _, ext = await s.record_error(turn, result("c3", execution=native))  # answers c1 already
@@ -161,7 +161,7 @@ async def test_record_events_is_idempotent(api: Api) -> None:
     first = await s.record(turn, user("once"), key="k1")
     again = await s.record(turn, user("once"), key="k1")
     assert again == first
-    assert [e["type"] for e in await _transcript(api, turn)].count("message.user") == 1
+    assert [e["type"] for e in await _transcript(api, turn)].count("USER_MESSAGE") == 1
     _, ext = await api.error(RECORD, turn=turn, events=[user("other")], key="k1")
     assert ext["code"] == "CONFLICT"
 

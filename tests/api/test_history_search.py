@@ -207,7 +207,7 @@ async def test_r60_history_off_refuses_the_search(api: Api) -> None:
     message, ext = await s.search_error(turn, "anything")
     assert ext["code"] == "NOT_ALLOWED" and "harness.history" in message
     transcript = (await api.ok(TRANSCRIPT, id=turn))["turn"]["transcript"]
-    assert transcript[-1]["type"] == "tool.error"
+    assert transcript[-1]["type"] == "TOOL_ERROR"
     assert transcript[-1]["toolName"] == "search_history"
 
 
@@ -232,7 +232,7 @@ async def test_bad_search_input_is_bad_input(api: Api, args: dict[str, Any], fie
     _, ext = await api.error(SEARCH, turn=turn, **args)
     assert (ext["code"], ext["field"]) == ("BAD_INPUT", field)
     transcript = (await api.ok(TRANSCRIPT, id=turn))["turn"]["transcript"]
-    assert [t["type"] for t in transcript] == ["memory.pinned", "tool.error"]
+    assert [t["type"] for t in transcript] == ["MEMORY_PINNED", "TOOL_ERROR"]
 
 
 async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embed_usage(
@@ -249,9 +249,9 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
     found = await s.search(turn["turn"]["id"], "invoice INV-2231", limit=3)
     execution = found["execution"]
     assert (execution["kind"], execution["name"], execution["status"]) == (
-        "tool",
+        "TOOL",
         "search_history",
-        "succeeded",
+        "SUCCEEDED",
     )
     assert execution["parent"]["id"] == turn["execution"]["id"]
     assert execution["input"] == {"query": "invoice INV-2231", "ids": None, "limit": 3}
@@ -259,10 +259,10 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
     assert [e["event"] for e in listed] == [r["eventId"] for r in found["results"]]
     assert len(listed) == 2
     (usage,) = execution["invocations"]
-    assert usage["purpose"] == "embed" and usage["counted"] is False
+    assert usage["purpose"] == "EMBED" and usage["counted"] is False
     assert usage["inputTokens"] > 0 and usage["model"] == "all-MiniLM-L6-v2"
     transcript = (await api.ok(TRANSCRIPT, id=turn["turn"]["id"]))["turn"]["transcript"]
-    assert [t["type"] for t in transcript[-2:]] == ["usage", "tool.result"]
+    assert [t["type"] for t in transcript[-2:]] == ["USAGE", "TOOL_RESULT"]
     assert transcript[-2]["payload"]["purpose"] == "embed"
     assert transcript[-2]["payload"]["counted"] is False
     assert {t["execution"]["id"] for t in transcript[-2:]} == {execution["id"]}

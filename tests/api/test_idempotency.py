@@ -103,7 +103,7 @@ async def test_add_memory_replays_the_first_write(api: Api) -> None:
     assert await _rows(api, agent) == rows
     # the same key is independent per operation
     begun = (await api.ok(BEGIN, session=await s.session(), key=key))["beginTurn"]
-    assert begun["turn"]["status"] == "open"
+    assert begun["turn"]["status"] == "OPEN"
 
 
 async def test_delete_memory_replays_instead_of_conflicting(api: Api) -> None:
@@ -134,7 +134,7 @@ async def test_commit_turn_replays_instead_of_conflicting(api: Api) -> None:
     await s.add(turn, "The customer travels in May")
     key = _key()
     first = (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"]
-    assert first == {"id": turn, "status": "committed"}
+    assert first == {"id": turn, "status": "COMMITTED"}
     rows = await _rows(api, agent)
     assert (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"] == first
     assert await _rows(api, agent) == rows
@@ -182,7 +182,7 @@ async def test_failed_begin_and_commit_store_no_key(api: Api) -> None:
     await _expect(api, "NOT_FOUND", COMMIT_KEYED, turn=str(uuid.uuid4()), key=commit_key)
     assert await _stored_keys(api, commit_key) == 0
     assert (await api.ok(COMMIT_KEYED, turn=turn, key=commit_key))["commitTurn"]["status"] == (
-        "committed"
+        "COMMITTED"
     )
     assert (await _rows(api, agent))["turns"] == 1
 

@@ -72,7 +72,7 @@ async def test_r71_an_api_deletion_is_a_deleted_version_every_reader_sees(api: A
     assert by["apiDeletion"]["principal"] == {
         "id": str(principal.id),
         "name": name,
-        "kind": "client",
+        "kind": "CLIENT",
     }
     assert by["apiDeletion"]["caller"] and by["apiDeletion"]["createdAt"]
 
@@ -82,5 +82,5 @@ async def test_r71_an_api_deletion_is_a_deleted_version_every_reader_sees(api: A
     assert seen.errors is None, seen.errors
     assert [v["writtenBy"]["apiDeletion"] for v in seen.data["agentMemory"]["versions"]] == [
         None,
-        {"principal": {"name": name, "kind": "client"}},
+        {"principal": {"name": name, "kind": "CLIENT"}},
     ]

@@ -94,7 +94,7 @@ async def test_without_the_memory_grant_memory_call_arguments_are_masked(
     assert "redacted" in answered["add_memory"]["call"]["arguments"]
     assert answered["weather"]["call"]["arguments"] == {"city": "Porto"}
     assert answered["weather"]["text"] == "sunny in Porto"
-    (payload,) = [t["payload"] for t in transcript if t["type"] == "message.agent"]
+    (payload,) = [t["payload"] for t in transcript if t["type"] == "AGENT_MESSAGE"]
     assert payload["text"] == "Noted, and checking the weather."
     by_name = {c["name"]: c for c in payload["toolCalls"]}
     assert "redacted" in by_name["add_memory"]["arguments"] and by_name["add_memory"]["id"] == "c1"
@@ -115,7 +115,7 @@ async def test_with_the_memory_grant_everything_is_shown(api: Api, world: dict[s
     assert all("[redacted]" not in p["text"] for p in reply["parts"])
     # the parts, their overlaps removed, are the text
     assert f"{SECRET}{PART_TOKENS - 1} fact" in reply["parts"][-1]["text"]
-    (payload,) = [t["payload"] for t in transcript if t["type"] == "message.agent"]
+    (payload,) = [t["payload"] for t in transcript if t["type"] == "AGENT_MESSAGE"]
     assert {c["name"]: c["arguments"] for c in payload["toolCalls"]}["add_memory"][
         "content"
     ] == LONG
@@ -198,15 +198,15 @@ async def test_a_discarded_turns_memory_text_is_for_the_agent_alone(api: Api) ->
         ("FAILED", "discarded: the turn failed"),
     ):
         view = views[end]
-        assert view["status"] == end.lower() and view["memories"] == []
+        assert view["status"] == end and view["memories"] == []
         tools = {e["name"]: e for e in view["executions"] if e["name"] != "turn"}
         assert set(tools) == {"add_memory", "search_memory"}
-        assert all(e["status"] == "succeeded" for e in tools.values())
+        assert all(e["status"] == "SUCCEEDED" for e in tools.values())
         assert all(e[f] == {"redacted": note} for e in tools.values() for f in ("input", "output"))
         events = {(e["type"], e["toolName"]): e["payload"] for e in view["transcript"]}
-        assert events[("tool.result", "add_memory")] == {"redacted": note}
-        assert events[("tool.result", "search_memory")] == {"redacted": note}
-        reply = events[("message.agent", None)]
+        assert events[("TOOL_RESULT", "add_memory")] == {"redacted": note}
+        assert events[("TOOL_RESULT", "search_memory")] == {"redacted": note}
+        reply = events[("AGENT_MESSAGE", None)]
         assert reply["text"] == "Noted."
         assert reply["toolCalls"][0]["arguments"] == {"redacted": note}
 

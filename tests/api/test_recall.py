@@ -101,7 +101,7 @@ async def test_r42_r43_a_recall_is_recorded_as_search_memory_with_recall_true(ap
     got = await recall(api, turn, "what does Maria's daughter do in September?")
     run = got["execution"]
     assert got["recorded"] is True and got["repeatOf"] is None
-    assert (run["name"], run["kind"], run["status"]) == ("search_memory", "tool", "succeeded")
+    assert (run["name"], run["kind"], run["status"]) == ("search_memory", "TOOL", "SUCCEEDED")
     assert run["input"]["recall"] is True and run["parent"]["id"] == own
     versions = [r["version"]["id"] for r in got["results"]]
     assert [o["version"] for o in run["output"]["records"]] == versions
@@ -119,7 +119,7 @@ async def test_r42_r43_a_recall_is_recorded_as_search_memory_with_recall_true(ap
     [(purpose, tokens, counted)] = await embed_usage(api, run["id"])
     assert purpose == "embed" and tokens > 0 and counted is False
     transcript = (await turn_view(api, turn))["transcript"]
-    assert [e["type"] for e in transcript[-2:]] == ["usage", "tool.result"]
+    assert [e["type"] for e in transcript[-2:]] == ["USAGE", "TOOL_RESULT"]
 
 
 async def test_r42_a_recall_that_finds_nothing_is_not_recorded(api: Api) -> None:

@@ -48,21 +48,21 @@ async def test_every_turn_a_review_reads_the_turn_and_its_writes_name_their_prov
     assert "one line" in begun["instructions"] and '"REPLACE"' in begun["instructions"]
     execution = begun["review"]["execution"]
     assert (execution["kind"], execution["name"], execution["status"]) == (
-        "tool",
+        "TOOL",
         "memory_review",
-        "running",
+        "RUNNING",
     )
     invocation = await s.invoke(begun)
     applied = await s.apply(begun["review"]["id"], decide("ADD", "The user lives in Lisbon"))
     assert applied["review"]["status"] == "APPLIED"
-    assert applied["execution"]["status"] == "succeeded"
+    assert applied["execution"]["status"] == "SUCCEEDED"
     assert applied["execution"]["output"]["memories"][0]["summary"] == "The user lives in Lisbon"
     record = applied["memories"][0]["recordId"]
     assert await records(api, s.agent_id) == []  # visible at commit (R12)
     await s.commit(turn)
     written = (await memory_record(api, record))["versions"][0]["writtenBy"]
     assert written["execution"]["id"] == execution["id"]
-    assert written["invocation"] == {"id": invocation, "purpose": "memory"}
+    assert written["invocation"] == {"id": invocation, "purpose": "MEMORY"}
     assert written["session"] == {"id": session} and written["turn"] == {"id": turn}
 
 
@@ -274,7 +274,7 @@ async def test_agent_scope_where_the_agent_writes_it(api: Api) -> None:
     s, session = await _world(api, write=["session", "agent"], read=["session", "agent"])
     turn = await s.turn(session)
     begun = await s.begin_review(turn)
-    assert "scope is agent" in begun["instructions"]
+    assert "scope is AGENT" in begun["instructions"]
     await s.invoke(begun)
     applied = await s.apply(
         begun["review"]["id"], decide("ADD", "Support closes at six", scope="AGENT")

@@ -572,12 +572,12 @@ async def test_r23_helpers_and_programs_read_but_never_write(api: Api, kind: str
     )
     await expect_error(api, DELETE, "NOT_ALLOWED", turn=turn, id=record, execution=helper)
     await s.commit(turn)
-    tools = [e for e in (await turn_view(api, turn))["executions"] if e["kind"] == "tool"]
+    tools = [e for e in (await turn_view(api, turn))["executions"] if e["kind"] == "TOOL"]
     assert [(e["name"], e["status"], e["parent"]["id"]) for e in tools] == [
-        ("read_memory", "succeeded", helper),
-        ("add_memory", "failed", helper),
-        ("add_memory", "failed", helper),
-        ("delete_memory", "failed", helper),
+        ("read_memory", "SUCCEEDED", helper),
+        ("add_memory", "FAILED", helper),
+        ("add_memory", "FAILED", helper),
+        ("delete_memory", "FAILED", helper),
     ]
     assert [(r["id"], r["status"]) for r in await records(api, s.agent_id)] == [(record, "ACTIVE")]
 
@@ -593,7 +593,11 @@ REFUSALS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "pin_over_budget": ({"pinned": 20}, {"summary": "x" * 40, "pinned": True}, "consolidate"),
     "pin_without_budget": ({}, {"summary": "x", "pinned": True}, "harness.memory.pinned"),
     "undeclared_kind": ({"kinds": ["note"]}, {"summary": "x", "kind": "fact"}, "kind 'fact'"),
-    "undeclared_label": ({}, {"summary": "x", "labels": {"account": "A1"}}, "label 'account'"),
+    "undeclared_label": (
+        {},
+        {"summary": "x", "labels": [{"name": "account", "value": "A1"}]},
+        "label 'account'",
+    ),
     "scope_not_writable": ({}, {"summary": "x", "scope": "AGENT"}, "scope.write"),
     "memory_disabled_add": ({"enabled": False}, {"summary": "x"}, "memory is not enabled"),
     "memory_disabled_read": ({"enabled": False}, {"read": True}, "memory is not enabled"),
@@ -633,10 +637,10 @@ async def test_r24_refused_call_fails_readably_and_changes_nothing(
     message = await expect_error(api, query, "NOT_ALLOWED", turn=turn, **variables)
     assert words in message
     view = await turn_view(api, turn)
-    assert view["status"] == "open"
-    (failed,) = [e for e in view["executions"] if e["kind"] == "tool"]
-    assert (failed["name"], failed["status"], failed["error"]) == (tool, "failed", message)
-    errors = [e for e in view["transcript"] if e["type"] == "tool.error"]
+    assert view["status"] == "OPEN"
+    (failed,) = [e for e in view["executions"] if e["kind"] == "TOOL"]
+    assert (failed["name"], failed["status"], failed["error"]) == (tool, "FAILED", message)
+    errors = [e for e in view["transcript"] if e["type"] == "TOOL_ERROR"]
     assert [(e["toolName"], e["payload"]["code"]) for e in errors] == [(tool, "NOT_ALLOWED")]
     await s.commit(turn)
     assert (await turn_view(api, turn))["memories"] == []
@@ -696,7 +700,7 @@ async def test_r4_label_values_are_stored_and_filterable(api: Api) -> None:
     s = Scenario(api)
     await s.agent(memory_config(labels=LABELS))
     turn = await s.turn(await s.session())
-    first = await s.add_id(turn, OVERDUE, labels={"customer_id": 42})
+    first = await s.add_id(turn, OVERDUE, labels={"customer_id": "42"})
     await s.add_id(turn, REFUNDS, labels={"customer_id": "7"})
     await s.commit(turn)
     assert (await memory_record(api, first))["current"]["labels"] == {"customer_id": "42"}
@@ -705,14 +709,15 @@ async def test_r4_label_values_are_stored_and_filterable(api: Api) -> None:
 
 
 async def test_r4_malformed_label_values_are_bad_input(api: Api) -> None:
-    """R4: a label value is a non-empty string or integer of bounded length."""
+    """R4: a label value is a non-empty string of bounded length, and a label is given
+    once."""
     s = Scenario(api)
     await s.agent(memory_config(labels=LABELS))
     turn = await s.turn(await s.session())
-    for value in (True, {"nested": 1}, "", "v" * 201):
-        message = await expect_error(
-            api, ADD, "BAD_INPUT", turn=turn, summary="x", labels={"customer_id": value}
-        )
+    malformed = [[("customer_id", "")], [("customer_id", "v" * 201)]]
+    for labels in [*malformed, [("customer_id", "1"), ("customer_id", "2")]]:
+        given = [{"name": name, "value": value} for name, value in labels]
+        message = await expect_error(api, ADD, "BAD_INPUT", turn=turn, summary="x", labels=given)
         assert "customer_id" in message
     await s.commit(turn)
     assert await records(api, s.agent_id) == []
@@ -759,15 +764,15 @@ async def test_r25_every_version_names_who_wrote_it(api: Api) -> None:
 
     created, superseded = (await memory_record(api, record))["versions"]
     assert created["writtenBy"] == {
-        "execution": {"id": added["execution"]["id"], "kind": "tool", "name": "add_memory"},
-        "invocation": {"id": inv1, "purpose": "turn"},
+        "execution": {"id": added["execution"]["id"], "kind": "TOOL", "name": "add_memory"},
+        "invocation": {"id": inv1, "purpose": "TURN"},
         "agentVersion": {"id": v1},
         "session": {"id": session},
         "turn": {"id": turn1},
     }
     assert superseded["writtenBy"] == {
-        "execution": {"id": replaced["execution"]["id"], "kind": "tool", "name": "add_memory"},
-        "invocation": {"id": inv2, "purpose": "memory"},
+        "execution": {"id": replaced["execution"]["id"], "kind": "TOOL", "name": "add_memory"},
+        "invocation": {"id": inv2, "purpose": "MEMORY"},
         "agentVersion": {"id": v2},
         "session": {"id": session},
         "turn": {"id": turn2},
@@ -825,16 +830,16 @@ async def test_r26_add_memory_is_an_execution_listing_the_records_written(api: A
     added = await s.add(turn, PHONE, kind="fact", replaces=old)
     new = added["memories"][0]["recordId"]
     execution = added["execution"]
-    assert (execution["name"], execution["status"]) == ("add_memory", "succeeded")
+    assert (execution["name"], execution["status"]) == ("add_memory", "SUCCEEDED")
     assert [(m["id"], m["status"]) for m in execution["output"]["memories"]] == [
         (new, "ACTIVE"),
         (old, "SUPERSEDED"),
     ]
     view = await turn_view(api, turn)
-    (tool,) = [e for e in view["executions"] if e["kind"] == "tool"]
+    (tool,) = [e for e in view["executions"] if e["kind"] == "TOOL"]
     assert tool["parent"] == {"id": begun["execution"]["id"]}
     assert tool["input"]["summary"] == PHONE and tool["input"]["replaces"] == old
-    results = [e for e in view["transcript"] if e["type"] == "tool.result"]
+    results = [e for e in view["transcript"] if e["type"] == "TOOL_RESULT"]
     assert [(e["toolName"], e["execution"]["id"]) for e in results] == [("add_memory", tool["id"])]
 
 

@@ -30,7 +30,7 @@ def pins(begun: dict[str, Any]) -> list[str]:
 
 
 async def pinned_event(api: Api, turn: str) -> dict[str, Any]:
-    events = [e for e in (await turn_view(api, turn))["transcript"] if e["type"] == "memory.pinned"]
+    events = [e for e in (await turn_view(api, turn))["transcript"] if e["type"] == "MEMORY_PINNED"]
     assert len(events) == 1, events
     return dict(events[0]["payload"])
 

@@ -21,11 +21,11 @@ from server.domain.visibility import Purpose, version_in_force
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
 from server.services import memory_api
 from tests.api import test_visibility_property as vis
-from tests.api.scenario import HELPER, Scenario, memory_config, turn_view
+from tests.api.scenario import HELPER, Scenario, label_list, memory_config, turn_view
 from tests.conftest import Api
 
 SEARCH = """
-mutation($turn: UUID!, $q: String, $kind: String, $labels: JSON, $ids: [UUID!],
+mutation($turn: UUID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: [UUID!],
          $limit: Int, $after: String, $execution: UUID, $invocation: UUID, $key: String) {
   searchMemory(input: {turnId: $turn, query: $q, kind: $kind, labels: $labels, ids: $ids,
                        limit: $limit, after: $after, executionId: $execution,
@@ -131,6 +131,8 @@ async def world(api: Api) -> World:
 def _vars(kw: dict[str, Any]) -> dict[str, Any]:
     if "query" in kw:
         kw["q"] = kw.pop("query")
+    if isinstance(kw.get("labels"), dict):
+        kw["labels"] = label_list(kw["labels"])
     return kw
 
 
@@ -203,8 +205,8 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
     execution = found["execution"]
     assert (execution["name"], execution["kind"], execution["status"]) == (
         "search_memory",
-        "tool",
-        "succeeded",
+        "TOOL",
+        "SUCCEEDED",
     )
     assert execution["input"]["query"] == "flights and travel plans"
     assert execution["input"]["limit"] == 3
@@ -216,10 +218,10 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
     [(purpose, tokens, counted)] = await embeds(api, execution["id"])
     assert purpose == "embed" and tokens > 0 and counted is False
     view = await turn_view(api, turn)
-    usage = [e for e in view["transcript"] if e["type"] == "usage"]
+    usage = [e for e in view["transcript"] if e["type"] == "USAGE"]
     assert usage and usage[0]["payload"]["purpose"] == "embed"
     assert usage[0]["execution"]["id"] == execution["id"]
-    assert [e["type"] for e in view["transcript"]][-1] == "tool.result"
+    assert [e["type"] for e in view["transcript"]][-1] == "TOOL_RESULT"
 
 
 @pytest.mark.parametrize("mode", ["vector", "lexical"])
@@ -425,8 +427,10 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        ({"labels": {"project": True}}, "labels"),
-        ({"labels": ["project"]}, "labels"),
+        (
+            {"labels": [{"name": "project", "value": "a"}, {"name": "project", "value": "b"}]},
+            "labels",
+        ),
         ({"limit": 0}, "limit"),
         ({"limit": 101}, "limit"),
         ({"query": "   "}, "query"),
@@ -451,8 +455,8 @@ async def test_r24_bad_arguments_are_refused_and_recorded_failed(
         assert runs == []  # refused before the tool ran
         return
     [run] = runs
-    assert run["status"] == "failed" and run["invocations"] == []
-    assert view["transcript"][-1]["type"] == "tool.error"
+    assert run["status"] == "FAILED" and run["invocations"] == []
+    assert view["transcript"][-1]["type"] == "TOOL_ERROR"
     assert await retrieved(api, run["id"]) == []
 
 
@@ -470,7 +474,7 @@ async def test_r3_r4_r24_undeclared_kind_or_label_is_not_allowed(
     assert ext["code"] == "NOT_ALLOWED" and ext.get("field") == field, (message, ext)
     view = await turn_view(api, turn)
     [run] = [e for e in view["executions"] if e["name"] == "search_memory"]
-    assert run["status"] == "failed" and run["invocations"] == []
+    assert run["status"] == "FAILED" and run["invocations"] == []
     assert await retrieved(api, run["id"]) == []
 
 

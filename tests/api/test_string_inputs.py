@@ -92,7 +92,7 @@ async def test_nul_or_lone_surrogate_in_any_string_argument_is_bad_input(api: Ap
         assert api.statements == 0, field
     # nothing changed: the turn is still open and fails normally
     data = await api.ok(FAIL, turn=world["turn"], error="boom")
-    assert data["failTurn"]["status"] == "failed"
+    assert data["failTurn"]["status"] == "FAILED"
 
 
 async def test_nul_in_a_string_literal_is_bad_input(api: Api) -> None:

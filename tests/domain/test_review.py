@@ -41,10 +41,10 @@ def test_the_default_instructions_name_the_kinds_labels_and_scopes() -> None:
     text = rules.instructions(memory)
     assert "- fact: something true" in text and "- preference" in text
     assert "- customer_id: The customer it is about." in text
-    assert "scope is agent" in text
+    assert "scope is AGENT" in text
     assert text.endswith(rules.DECISIONS_PART)
     session_only = rules.instructions(_memory())
-    assert "session scope" in session_only and "scope is agent" not in session_only
+    assert "session scope" in session_only and "scope is AGENT" not in session_only
 
 
 def test_extraction_prompt_replaces_what_to_keep_but_not_the_decisions() -> None:

@@ -38,7 +38,7 @@ def test_readme_walkthrough_runs_as_written(server: str, database_url: URL) -> N
     out = done.stdout
     assert '"errors"' not in out, out
     assert '"status":"SUPERSEDED"' in out  # the replaced record, read back
-    assert '"status":"rolled_back","memories":[]' in out  # rollback left nothing
+    assert '"status":"ROLLED_BACK","memories":[]' in out  # rollback left nothing
     # the review: the restated preference is skipped, the new fact added
     assert '"action":"ADD","applied":"SKIP"' in out
     assert '"summary":"Banks at the Baixa branch","status":"ACTIVE"' in out

@@ -121,7 +121,7 @@ async def test_post_graphql_runs_the_walkthrough(client: httpx.AsyncClient) -> N
     assert version["number"] == 1
     session = (await _ok(client, CREATE_SESSION, agent=agent))["createSession"]["id"]
     begun = (await _ok(client, BEGIN, session=session))["beginTurn"]
-    assert begun["turn"]["status"] == "open" and begun["turn"]["number"] == 1
+    assert begun["turn"]["status"] == "OPEN" and begun["turn"]["number"] == 1
     turn = begun["turn"]["id"]
     added = (await _ok(client, ADD, turn=turn, summary="The customer prefers email", kind="fact"))[
         "addMemory"
@@ -131,7 +131,7 @@ async def test_post_graphql_runs_the_walkthrough(client: httpx.AsyncClient) -> N
     staged = await _error(client, RECORD, id=record)
     assert staged["extensions"]["code"] == "NOT_FOUND"
     committed = (await _ok(client, COMMIT, turn=turn))["commitTurn"]
-    assert committed == {"id": turn, "status": "committed"}
+    assert committed == {"id": turn, "status": "COMMITTED"}
     read = (await _ok(client, RECORD, id=record))["agentMemory"]
     assert read == {
         "id": record,

@@ -124,7 +124,7 @@ class Writer:
             if data is None:
                 assert await self._status(turn) == "open", "a TIMEOUT commitTurn committed"
                 continue
-            assert data["commitTurn"]["status"] == "committed"
+            assert data["commitTurn"]["status"] == "COMMITTED"
             assert await self._status(turn) == "committed"
             return
 

@@ -32,6 +32,7 @@ from agent_memory_client import (
     SearchHistoryInput,
     SearchMemoryInput,
     TurnInput,
+    TurnStatus,
 )
 from sqlalchemy.engine import URL
 
@@ -53,7 +54,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
     with client(server, seeded.runtime_token) as api:
         begun = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
         turn = begun.turn.id
-        assert begun.turn.number == 2 and begun.turn.status == "open"
+        assert begun.turn.number == 2 and begun.turn.status is TurnStatus.OPEN
 
         added = api.add_memory(
             AddMemoryInput(
@@ -91,7 +92,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
                 ],
             )
         ).record_events.events
-        assert [e.type_ for e in events] == ["message.user", "message.agent"]
+        assert [e.type_ for e in events] == ["USER_MESSAGE", "AGENT_MESSAGE"]
 
         review = api.begin_memory_review(BeginMemoryReviewInput(turn_id=turn)).begin_memory_review
         assert review.due and review.review is not None
@@ -119,7 +120,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         assert applied.decisions[0].applied is MemoryDecisionAction.SKIP
 
         committed = api.commit_turn(TurnInput(turn_id=turn)).commit_turn
-        assert committed.status == "committed" and committed.ended_at is not None
+        assert committed.status is TurnStatus.COMMITTED and committed.ended_at is not None
 
         later = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
         assert any(p.summary == "Has a dog named Rex" for p in later.pinned)
@@ -129,7 +130,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         assert any("Rex" in h.text for h in history)
         api.add_memory(AddMemoryInput(turn_id=later.turn.id, summary="A wrong guess"))
         rolled = api.rollback_turn(TurnInput(turn_id=later.turn.id)).rollback_turn
-        assert rolled.status == "rolled_back" and rolled.memories == []
+        assert rolled.status is TurnStatus.ROLLED_BACK and rolled.memories == []
 
         with pytest.raises(GraphQLClientGraphQLMultiError) as failed:
             api.commit_turn(TurnInput(turn_id=later.turn.id))
@@ -168,7 +169,7 @@ async def test_dashboard_reads_with_the_async_client(
 
         turns = (await api.session_turns(seeded.session_id, 10)).session.turns.edges
         first = next(t.node for t in turns if t.node.number == 1)
-        assert first.status == "committed"
+        assert first.status == "COMMITTED"
         assert "add_memory" in {e.tool_name for e in first.transcript}
 
         hits = (await api.search_agent_memory(seeded.agent_id, "phone")).search_agent_memory
@@ -207,7 +208,7 @@ def test_the_readme_client_examples_run_as_written(
         return done.stdout
 
     printed = run(runtime, seeded.runtime_token)
-    assert " Prefers email (record " in printed and printed.endswith("committed\n")
+    assert " Prefers email (record " in printed and printed.endswith("COMMITTED\n")
     printed = run(dashboard, client_token)
     assert "Prefers phone calls after 5pm: v1 ACTIVE\n" in printed
     assert "Prefers email: v1 ACTIVE, v2 SUPERSEDED\n" in printed

@@ -79,6 +79,8 @@ from .delete_memory import (
 )
 from .enums import (
     ConversationEventType,
+    ExecutionKind,
+    ExecutionStatus,
     HelperKind,
     HistoryRole,
     InvocationPurpose,
@@ -86,7 +88,10 @@ from .enums import (
     MemoryReviewStatus,
     MemoryStatus,
     OutputUseKind,
+    PrincipalKind,
     Scope,
+    TranscriptEventKind,
+    TurnStatus,
 )
 from .exceptions import (
     GraphQLClientError,
@@ -112,7 +117,7 @@ from .input_types import (
     CreateAgentInput,
     CreateSessionInput,
     FailTurnInput,
-    LabelFilter,
+    LabelInput,
     MemoryCandidateInput,
     MemoryDecisionInput,
     MemoryIdInput,
@@ -266,6 +271,8 @@ __all__ = [
     "DeleteMemoryDeleteMemory",
     "DeleteMemoryDeleteMemoryExecution",
     "DeleteMemoryDeleteMemoryMemories",
+    "ExecutionKind",
+    "ExecutionStatus",
     "FailTurnInput",
     "GraphQLClientError",
     "GraphQLClientGraphQLError",
@@ -275,7 +282,7 @@ __all__ = [
     "HelperKind",
     "HistoryRole",
     "InvocationPurpose",
-    "LabelFilter",
+    "LabelInput",
     "MemoryCandidateInput",
     "MemoryDecisionAction",
     "MemoryDecisionInput",
@@ -297,6 +304,7 @@ __all__ = [
     "MemoryVersionFields",
     "Namespaces",
     "OutputUseKind",
+    "PrincipalKind",
     "PublishAgentVersion",
     "PublishAgentVersionInput",
     "PublishAgentVersionPublishAgentVersion",
@@ -345,6 +353,8 @@ __all__ = [
     "SessionTurnsSessionTurnsPageInfo",
     "StartExecutionInput",
     "ToolCallInput",
+    "TranscriptEventKind",
     "TurnFields",
     "TurnInput",
+    "TurnStatus",
 ]

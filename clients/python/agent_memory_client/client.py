@@ -23,7 +23,7 @@ from .input_types import (
     CompareMemoryCandidatesInput,
     CreateAgentInput,
     CreateSessionInput,
-    LabelFilter,
+    LabelInput,
     MemoryIdInput,
     MemoryRecordFilter,
     PublishAgentVersionInput,
@@ -403,11 +403,11 @@ class Client(BaseClient):
         query: str,
         limit: Union[Optional[int], UnsetType] = UNSET,
         kind: Union[Optional[str], UnsetType] = UNSET,
-        labels: Union[Optional[list[LabelFilter]], UnsetType] = UNSET,
+        labels: Union[Optional[list[LabelInput]], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> SearchAgentMemory:
         _query = gql("""
-            query SearchAgentMemory($agentId: UUID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelFilter!]) {
+            query SearchAgentMemory($agentId: UUID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
               searchAgentMemory(
                 agentId: $agentId
                 query: $query

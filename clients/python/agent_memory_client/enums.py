@@ -10,6 +10,19 @@ class ConversationEventType(str, Enum):
     RETRIEVAL = "RETRIEVAL"
 
 
+class ExecutionKind(str, Enum):
+    TURN = "TURN"
+    TOOL = "TOOL"
+    HELPER = "HELPER"
+    PROGRAM = "PROGRAM"
+
+
+class ExecutionStatus(str, Enum):
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
 class HelperKind(str, Enum):
     HELPER = "HELPER"
     PROGRAM = "PROGRAM"
@@ -24,6 +37,7 @@ class HistoryRole(str, Enum):
 class InvocationPurpose(str, Enum):
     TURN = "TURN"
     MEMORY = "MEMORY"
+    EMBED = "EMBED"
 
 
 class MemoryDecisionAction(str, Enum):
@@ -48,6 +62,30 @@ class OutputUseKind(str, Enum):
     RETRIEVED = "RETRIEVED"
 
 
+class PrincipalKind(str, Enum):
+    ADMIN = "ADMIN"
+    CLIENT = "CLIENT"
+    RUNTIME = "RUNTIME"
+
+
 class Scope(str, Enum):
     SESSION = "SESSION"
     AGENT = "AGENT"
+
+
+class TranscriptEventKind(str, Enum):
+    USER_MESSAGE = "USER_MESSAGE"
+    AGENT_MESSAGE = "AGENT_MESSAGE"
+    TOOL_RESULT = "TOOL_RESULT"
+    TOOL_ERROR = "TOOL_ERROR"
+    SKILL_LOAD = "SKILL_LOAD"
+    RETRIEVAL = "RETRIEVAL"
+    MEMORY_PINNED = "MEMORY_PINNED"
+    USAGE = "USAGE"
+
+
+class TurnStatus(str, Enum):
+    OPEN = "OPEN"
+    COMMITTED = "COMMITTED"
+    ROLLED_BACK = "ROLLED_BACK"
+    FAILED = "FAILED"

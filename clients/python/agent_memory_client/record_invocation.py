@@ -3,6 +3,7 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
+from .enums import InvocationPurpose
 
 
 class RecordInvocation(BaseModel):
@@ -13,7 +14,7 @@ class RecordInvocation(BaseModel):
 
 class RecordInvocationRecordInvocation(BaseModel):
     id: UUID
-    purpose: str
+    purpose: InvocationPurpose
     model: str
     input_tokens: int = Field(alias="inputTokens")
     output_tokens: int = Field(alias="outputTokens")

@@ -5,6 +5,7 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
+from .enums import TranscriptEventKind
 from .fragments import TurnFields
 
 
@@ -35,7 +36,7 @@ class SessionTurnsSessionTurnsEdgesNode(TurnFields):
 class SessionTurnsSessionTurnsEdgesNodeTranscript(BaseModel):
     id: UUID
     sequence: int
-    type_: str = Field(alias="type")
+    type_: TranscriptEventKind = Field(alias="type")
     tool_name: Optional[str] = Field(alias="toolName")
     tool_call_id: Optional[str] = Field(alias="toolCallId")
     payload: Any

@@ -5,7 +5,7 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import MemoryStatus, Scope
+from .enums import ExecutionKind, MemoryStatus, Scope
 from .fragments import MemoryVersionFields
 
 
@@ -69,7 +69,7 @@ class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByExecution(
     BaseModel
 ):
     id: UUID
-    kind: str
+    kind: ExecutionKind
     name: str
 
 

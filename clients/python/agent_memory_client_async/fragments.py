@@ -5,7 +5,7 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import MemoryStatus, Scope
+from .enums import MemoryStatus, Scope, TurnStatus
 
 
 class MemoryVersionFields(BaseModel):
@@ -44,7 +44,7 @@ class TurnFields(BaseModel):
     id: UUID
     number: int
     attempt: int
-    status: str
+    status: TurnStatus
     preview: bool
     error: Optional[str]
     created_at: datetime = Field(alias="createdAt")

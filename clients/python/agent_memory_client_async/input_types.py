@@ -15,19 +15,30 @@ from .enums import (
 
 
 class AddMemoryInput(BaseModel):
+    """The add_memory tool's arguments: a record to save."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     summary: str
+    "One line the agent can act on, not blank."
     content: Optional[str] = None
+    "The evidence and the specifics; null: none."
     kind: Optional[str] = None
-    labels: Optional[Any] = None
+    "One of the kinds the agent declares (harness.memory.kinds); null or omitted: the first declared."
+    labels: Optional[list["LabelInput"]] = None
+    "Values of labels the agent declares, each label named once; an undeclared label is NOT_ALLOWED. Null or omitted: none."
     scope: Optional[Scope] = None
-    pinned: bool = False
+    "AGENT only where the agent writes agent scope (harness.memory.scope.write); null or omitted: SESSION where it writes session scope, else AGENT."
+    pinned: Optional[bool] = None
+    "Pin the record: every later turn's instructions list its summary. Needs pinning enabled (harness.memory.pinned) and room in its token budget. Null or omitted: false."
     replaces: Optional[UUID] = None
+    "A record the new one corrects: that record becomes SUPERSEDED, and its replacedBy names the new one; null: none."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "The calling execution; default: the turn's own."
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
-    "The model call that asked for the tool."
+    "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class ApplyMemoryReviewInput(BaseModel):
@@ -40,7 +51,7 @@ class ApplyMemoryReviewInput(BaseModel):
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
     "The review's model call (purpose MEMORY) the decisions come from; default: the latest recorded on the review's execution."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-    "The same key returns the first answer."
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class BeginMemoryReviewInput(BaseModel):
@@ -49,19 +60,26 @@ class BeginMemoryReviewInput(BaseModel):
     turn_id: UUID = Field(alias="turnId")
     "The open turn that is ending."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-    "The same key returns the first answer."
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class BeginTurnInput(BaseModel):
+    """A turn to open."""
+
     session_id: Optional[UUID] = Field(alias="sessionId", default=None)
+    "The session the turn belongs to; give it, or agentId for an agent without sessions."
     agent_id: Optional[UUID] = Field(alias="agentId", default=None)
-    "For agents without sessions."
+    "The agent, for an agent without sessions."
     agent_version_id: Optional[UUID] = Field(alias="agentVersionId", default=None)
-    "Default: the latest version."
-    preview: bool = False
+    "The version of the configuration to run; null or omitted: the latest."
+    preview: Optional[bool] = None
+    "Run the turn in preview mode: the records it writes are preview records, which live turns never recall, search, read or delete. Null or omitted: false."
     replay_of: Optional[UUID] = Field(alias="replayOf", default=None)
+    "An earlier turn of the session to replay: the new turn takes its number; null: a new turn."
     retry_of: Optional[UUID] = Field(alias="retryOf", default=None)
+    "A failed turn to retry: the new turn keeps its number, as its next attempt; null: a new turn."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class CompareMemoryCandidatesInput(BaseModel):
@@ -74,13 +92,14 @@ class CompareMemoryCandidatesInput(BaseModel):
     limit: Optional[int] = None
     "How many memories per candidate, 1 to 20; default 5."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-    "The same key returns the first answer."
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class ConversationEventInput(BaseModel):
     """One event; which fields it takes depends on its type."""
 
     type_: ConversationEventType = Field(alias="type")
+    "What the event is."
     text: Optional[str] = None
     "The message, reply, result or error text; a skill's or retrieval's content."
     name: Optional[str] = None
@@ -94,26 +113,43 @@ class ConversationEventInput(BaseModel):
 
 
 class CreateAgentInput(BaseModel):
+    """A new agent."""
+
     namespace: str
+    "The namespace it belongs to; grants are given per namespace."
     name: str
-    sessionless: bool = False
-    "An agent without sessions: its memory is agent scope only."
+    "Its name, unique in the namespace."
+    sessionless: Optional[bool] = None
+    "An agent without sessions: its memory is agent scope only. Null or omitted: false."
 
 
 class CreateSessionInput(BaseModel):
+    """A new session of an agent."""
+
     agent_id: UUID = Field(alias="agentId")
+    "The agent; it must have sessions."
     external_id: Optional[str] = Field(alias="externalId", default=None)
+    "The caller's own id for the session; null: none."
 
 
 class FailTurnInput(BaseModel):
+    """The turn to end as failed."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn."
     error: Optional[str] = None
+    "What went wrong, shown as the turn's error; null: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
-class LabelFilter(BaseModel):
+class LabelInput(BaseModel):
+    """One value of a label the agent declares (harness.memory.labels), by the label's name. The same shape gives labels to a record and filters records by them."""
+
     name: str
+    "The label's name, as the agent declares it."
     value: str
+    "The value; a record's label value is 1 to 200 characters."
 
 
 class MemoryCandidateInput(BaseModel):
@@ -125,8 +161,8 @@ class MemoryCandidateInput(BaseModel):
     "The evidence and the specifics."
     kind: Optional[str] = None
     "A declared kind; default: the first declared."
-    labels: Optional[Any] = None
-    "Values of declared labels, by name."
+    labels: Optional[list["LabelInput"]] = None
+    "Values of declared labels; a label is named once."
     scope: Optional[Scope] = None
     "AGENT only where the agent writes agent scope; default: SESSION where it writes session scope."
 
@@ -143,113 +179,174 @@ class MemoryDecisionInput(BaseModel):
 
 
 class MemoryIdInput(BaseModel):
+    """The read_memory or delete_memory tool's arguments: a record."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     id: UUID
+    "The memory record's id."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class MemoryRecordFilter(BaseModel):
+    """Which memory records to list; every field given must match, a null field matches every record."""
+
     status: Optional[MemoryStatus] = None
+    "Only records in this status."
     kind: Optional[str] = None
+    "Only records of this kind (their current version's)."
     scope: Optional[Scope] = None
+    "Only records of this scope."
     session_id: Optional[UUID] = Field(alias="sessionId", default=None)
+    "Only records this session wrote."
     preview: Optional[bool] = None
-    labels: Optional[list["LabelFilter"]] = None
+    "True: only preview records; false: only live ones."
+    labels: Optional[list["LabelInput"]] = None
+    "Only records whose current version has every one of these label values."
 
 
 class PublishAgentVersionInput(BaseModel):
+    """A new version of an agent's configuration."""
+
     agent_id: UUID = Field(alias="agentId")
+    "The agent."
     config: Any
-    'The version\'s configuration: {"harness": ...}.'
+    'The version\'s configuration: {"harness": {"memory": ..., "history": ...}}; validated, and INVALID_CONFIG naming the bad field when it is not valid.'
     label: Optional[str] = None
+    "A label for people reading the versions; null: none."
 
 
 class RecallInput(BaseModel):
+    """What to recall records for."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     query: str
-    "The turn's current work: what to recall for."
+    "The turn's current work: what to recall for, 1 to 2000 characters."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "Whose conversation the records are for (the agent's run of the turn by default, or a helper's)."
+    "Whose conversation the records are for: a helper's execution; null or omitted: the agent's own run of the turn."
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    "The model call the recall is for, if recorded; null: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class RecordEventsInput(BaseModel):
+    """Events of a turn's conversation to record."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn."
     events: list["ConversationEventInput"]
+    "The events, in the order they happened."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "Whose conversation this is; default: the turn's own."
+    "Whose conversation this is: a helper's execution; null or omitted: the turn's own."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class RecordInvocationInput(BaseModel):
+    """A model call to record."""
+
     execution_id: UUID = Field(alias="executionId")
+    "The execution of an open turn the call was made in."
     purpose: InvocationPurpose
+    "What the call was for: TURN or MEMORY (EMBED is the server's own)."
     model: str
-    input_tokens: int = Field(alias="inputTokens", default=0)
-    output_tokens: int = Field(alias="outputTokens", default=0)
+    "The model's name, not empty."
+    input_tokens: Optional[int] = Field(alias="inputTokens", default=None)
+    "Tokens the model read, 0 or more. Null or omitted: 0."
+    output_tokens: Optional[int] = Field(alias="outputTokens", default=None)
+    "Tokens the model wrote, 0 or more. Null or omitted: 0."
 
 
 class SearchHistoryInput(BaseModel):
+    """The search_history tool's arguments: a query, or ids."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     query: Optional[str] = None
-    "What to rank parts by."
+    "The text to rank parts by; give it or ids."
     ids: Optional[list[UUID]] = None
     "Read these events whole instead of searching."
     limit: Optional[int] = None
     "At most this many results (default 5, at most 50)."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "The calling execution; default: the turn's own."
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
-    "The model call that asked for the tool."
+    "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class SearchMemoryInput(BaseModel):
+    """The search_memory tool's arguments."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     query: Optional[str] = None
-    "Rank by it (R41); without it, list newest first."
+    "The text to rank records by, 1 to 2000 characters; null or omitted: list records newest first."
     kind: Optional[str] = None
     "Only records of this kind."
-    labels: Optional[Any] = None
-    "Only records with exactly these values of declared labels."
+    labels: Optional[list["LabelInput"]] = None
+    "Only records with every one of these label values."
     ids: Optional[list[UUID]] = None
     "Only these records (read them by id)."
     limit: Optional[int] = None
-    "How many; default harness.memory.search.max_results."
+    "How many results, 1 to 100; null or omitted: harness.memory.search.max_results (5 unless configured)."
     after: Optional[str] = None
     "Without a query: the nextCursor of the previous page."
     execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "The calling execution (a helper or program may search); default: the turn's own."
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
     invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
-    "The model call that asked for the tool."
+    "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class StartExecutionInput(BaseModel):
+    """A helper or program to record inside a turn."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
     kind: HelperKind
+    "What it is."
     name: str
+    "Its name, not blank."
     parent_execution_id: Optional[UUID] = Field(alias="parentExecutionId", default=None)
+    "The execution of the turn that starts it (not a native tool call); null or omitted: the turn's own."
 
 
 class ToolCallInput(BaseModel):
+    """A tool call an agent reply made."""
+
     id: str
     "The call's id, unique in the turn."
     name: str
+    "The tool's name."
     arguments: Optional[Any] = None
+    "What the call was given, a JSON object; null: {}."
 
 
 class TurnInput(BaseModel):
+    """The turn to end."""
+
     turn_id: UUID = Field(alias="turnId")
+    "The open turn."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
+AddMemoryInput.model_rebuild()
 ApplyMemoryReviewInput.model_rebuild()
 CompareMemoryCandidatesInput.model_rebuild()
 ConversationEventInput.model_rebuild()
+MemoryCandidateInput.model_rebuild()
 MemoryDecisionInput.model_rebuild()
 MemoryRecordFilter.model_rebuild()
 RecordEventsInput.model_rebuild()
+SearchMemoryInput.model_rebuild()

@@ -5,7 +5,14 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import MemoryStatus, Scope
+from .enums import (
+    ExecutionKind,
+    ExecutionStatus,
+    InvocationPurpose,
+    MemoryStatus,
+    Scope,
+    TurnStatus,
+)
 from .fragments import MemoryVersionFields
 
 
@@ -53,13 +60,13 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenBy(BaseModel):
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByExecution(BaseModel):
     id: UUID
-    kind: str
+    kind: ExecutionKind
     name: str
-    status: str
+    status: ExecutionStatus
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation(BaseModel):
-    purpose: str
+    purpose: InvocationPurpose
     model: str
 
 
@@ -67,7 +74,7 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenByTurn(BaseModel):
     id: UUID
     number: int
     attempt: int
-    status: str
+    status: TurnStatus
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenBySession(BaseModel):

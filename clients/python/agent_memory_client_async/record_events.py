@@ -4,6 +4,7 @@ from uuid import UUID
 from pydantic import Field
 
 from .base_model import BaseModel
+from .enums import TranscriptEventKind
 
 
 class RecordEvents(BaseModel):
@@ -17,7 +18,7 @@ class RecordEventsRecordEvents(BaseModel):
 class RecordEventsRecordEventsEvents(BaseModel):
     id: UUID
     sequence: int
-    type_: str = Field(alias="type")
+    type_: TranscriptEventKind = Field(alias="type")
     tool_name: Optional[str] = Field(alias="toolName")
     tool_call_id: Optional[str] = Field(alias="toolCallId")
 

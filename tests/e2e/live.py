@@ -111,11 +111,12 @@ def seed(server: str, database_url: URL) -> Seeded:
             payload = api.add_memory(AddMemoryInput(turn_id=turn.id, summary=summary, **more))
             return payload.add_memory.memories[0].record_id
 
-        old = add("Prefers email", kind="fact", labels=[LabelInput(name="customer_id", value="C-42")])
+        customer = [LabelInput(name="customer_id", value="C-42")]
+        old = add("Prefers email", kind="fact", labels=customer)
         new = add("Prefers phone calls after 5pm", kind="fact", replaces=old)
         temp = add("Asked about fees once", kind="event")
         api.delete_memory(MemoryIdInput(turn_id=turn.id, id=temp))
-        add("Banks at the Baixa branch", kind="fact", labels=[LabelInput(name="customer_id", value="C-42")])
+        add("Banks at the Baixa branch", kind="fact", labels=customer)
         api.commit_turn(TurnInput(turn_id=turn.id))
     return Seeded(
         namespace=namespace,

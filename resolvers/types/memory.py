@@ -13,6 +13,7 @@ from resolvers.types.agents import AgentVersionType, SessionType
 from resolvers.types.base import MemoryStatus, PrincipalKind, Scope, column, related
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
+from server.domain import visibility
 
 
 @strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
@@ -147,15 +148,19 @@ class MemoryRecordType:
 
     @property
     def _staged(self) -> bool:
-        return self.row.pending_turn_id is not None
+        """An open turn stages a change of the record, which no API reader sees yet (R12)."""
+        return visibility.staged_by_other(self._reader, self.row)
+
+    @property
+    def _reader(self) -> visibility.Reader:
+        return visibility.Reader.for_api(agent_id=self.row.agent_id)
 
     id: uuid.UUID = column(description="The record's id.")
     scope: Scope = column(convert=Scope, description="Who the record is for.")
 
     @strawberry.field(description="Where the record stands.")
     def status(self) -> MemoryStatus:
-        status = self.row.prior_status if self._staged else self.row.status
-        return MemoryStatus(status or self.row.status)
+        return MemoryStatus(visibility.effective_status(self._reader, self.row))
 
     preview: bool = column(
         description="True for a record a turn in preview mode wrote: live turns never see it."
@@ -172,7 +177,7 @@ class MemoryRecordType:
 
     @strawberry.field(description="The version in force.")
     async def current(self, info: Info) -> MemoryVersionType:
-        version_id = self.row.prior_version_id if self._staged else self.row.current_version_id
+        version_id = visibility.version_in_force(self._reader, self.row)
         assert version_id is not None
         row = await info.context.loaders.version.load(version_id)
         assert row is not None

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine.interfaces import AdaptedConnection
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from server.embedded import EmbeddedPostgres
+from server.models._columns import register_types
 from server.session import SerialSession
 from server.settings import Settings
 from server.startup import check_database
@@ -67,6 +69,7 @@ class Database:
             pool_pre_ping=True,
             connect_args={"options": f"-c statement_timeout={self.settings.statement_timeout_ms}"},
         )
+        event.listen(self.engine.sync_engine, "connect", _register_types)
         self.sessionmaker = async_sessionmaker(
             self.engine, class_=SerialSession, expire_on_commit=False
         )
@@ -110,3 +113,8 @@ class Database:
         if self._embedded is not None:
             self._embedded.stop()
             self._embedded = None
+
+
+def _register_types(connection: AdaptedConnection, _record: object) -> None:
+    """A new connection learns pgvector's adapters (and the project's binary arrays)."""
+    connection.run_async(register_types)

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector import Vector
+from pgvector.psycopg import register_vector_async
 from pgvector.sqlalchemy import VECTOR
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
@@ -38,23 +40,13 @@ def json_field(*, nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(JSONB, nullable=nullable))
 
 
-class _Binary:
-    """A vector in pgvector's binary wire format (dimensions, zero, big-endian float4s)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, values: Any) -> None:
-        floats = np.asarray(values, dtype=">f4")
-        self.data = struct.pack(">HH", floats.shape[0], 0) + floats.tobytes()
-
-
 class _BinaryDumper(Dumper):
-    """Sends a :class:`_Binary` as it is. The parameter's type is left to PostgreSQL,
-    which takes it from the column or operator (a ``vector``) and reads the binary."""
+    """Sends a :class:`_Floats` as it is. The parameter's type is left to PostgreSQL,
+    which takes it from the column or operator and reads the binary."""
 
     format = Format.BINARY
 
-    def dump(self, obj: _Binary) -> bytes:
+    def dump(self, obj: _Floats) -> bytes:
         return obj.data
 
 
@@ -77,19 +69,23 @@ class _Floats:
 
 _FLOAT4 = 700  # PostgreSQL's oid of float4
 
-psycopg.adapters.register_dumper(_Binary, _BinaryDumper)
-psycopg.adapters.register_dumper(_Floats, _BinaryDumper)
+
+def register_types(connection: psycopg.AsyncConnection[Any]) -> Any:
+    """Teach a new connection the project's binary parameters: pgvector's own adapters
+    for ``vector`` (``register_vector_async``) and :class:`_Floats` for ``real[]``."""
+    connection.adapters.register_dumper(_Floats, _BinaryDumper)
+    return register_vector_async(connection)
 
 
 class Embedding(VECTOR):
-    """pgvector's column type, its values sent in binary rather than formatted as text
-    (docs/scaling.md, "Figures behind the code")."""
+    """pgvector's column type, its values handed to pgvector's psycopg adapter (binary)
+    rather than formatted as text (docs/scaling.md, "Figures behind the code")."""
 
     cache_ok = True
 
     def bind_processor(self, dialect: Any) -> Any:
-        def process(value: Any) -> _Binary | None:
-            return None if value is None else _Binary(value)
+        def process(value: Any) -> Vector | None:
+            return None if value is None else Vector(value)
 
         return process
 

@@ -46,8 +46,8 @@ from typing import Any, Literal
 
 from server.domain.config import DEFAULT_MIN_SCORE
 from server.domain.ranking import (
-    DEFAULT_PRESET,
     HISTORY_CONTEXT_PRESET,
+    HISTORY_FUSION_PRESET,
     ContextPreset,
     FusionPreset,
 )
@@ -67,7 +67,7 @@ CUT_SLACK = 24
 
 # Ranking (R62): the memory search's fusion preset, and its default least cosine a
 # part found by meaning alone needs (history has no search settings of its own).
-PRESET: FusionPreset = DEFAULT_PRESET
+PRESET: FusionPreset = HISTORY_FUSION_PRESET
 MIN_SCORE = DEFAULT_MIN_SCORE
 
 # Keywords (R62): a query word in more than this share of the parts searched is too

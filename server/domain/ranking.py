@@ -158,8 +158,7 @@ PRESETS: Mapping[str, FusionPreset] = MappingProxyType(
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose candidate pools and recency it keeps (bench/locomo_history.py measured
-    them: LoCoMo recall@10 0.666 with rank fusion over the parts alone, 0.751 so)."""
+    preset whose recency it keeps (docs/history.md says how each was chosen)."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest

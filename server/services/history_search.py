@@ -9,11 +9,13 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 
 With a query it ranks the parts the reader may see (:func:`history_condition`,
 R64) in context (:func:`context_search`): the candidates of a hybrid search
-(:func:`server.storage.hybrid.candidate_keys`, the memory search's pool) and
-every part of their turns, each scored by its cosine and keyword weight, its
-predecessor's and its turn's (:mod:`server.domain.history`); each result is one
-part. The keyword candidates are found without the words too common in the
-session to tell its parts apart (:func:`keyword_text`,
+(:func:`server.storage.hybrid.candidate_keys`, the history fusion preset's pool)
+and every part of their turns, each scored by its cosine and keyword weight, its
+predecessor's, its successor's and its turn's, and by whether it was kept in a
+period the query names (:mod:`server.domain.history`,
+:func:`server.domain.dates.query_periods`); each result is one part. The keyword
+candidates are found without the words too common in the session to tell its
+parts apart (:func:`keyword_text`,
 :func:`server.domain.history.keyword_query`), and the keyword weight is the
 words' inverse document frequency, both counted on the parts the reader may see
 in one small statement before the search. With

@@ -41,7 +41,6 @@ from bench.locomo_history import (
     BEGIN,
     CATEGORIES,
     DATA,
-    QUICK_FILES,
     Conversation,
     Loaded,
     Server,
@@ -53,6 +52,8 @@ from bench.locomo_history import (
 )
 
 K = 10
+# --quick: two conversations (one fold each way), the base and accepted grids cut short.
+QUICK_CV_FILES = ("26.json", "30.json")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Constants:
     date_slack_days: float = 0.0  # a period reaches this much further after its end
     date_turns: bool = False  # the turns of date-matched parts join the candidates
     repeat_cost: float = 0.0  # the n-th part of a turn in the ranking loses n - 1 times this
+    reach_share: float = 0.0  # of the lead the parts two before and two after have
 
     def short(self) -> str:
         return " ".join(f"{k}={v:g}" for k, v in vars(self).items())
@@ -185,15 +187,23 @@ class Signals:
         p = self.parts
         prev, nxt = p.prev[sub], p.next[sub]
 
-        def near(x: np.ndarray, context: float, after: float) -> np.ndarray:
-            out = x[sub] + context * np.where(prev >= 0, np.maximum(x[prev] - x[sub], 0.0), 0.0)
+        prev2 = np.where(prev >= 0, p.prev[np.maximum(prev, 0)], -1)
+        next2 = np.where(nxt >= 0, p.next[np.maximum(nxt, 0)], -1)
+
+        def lead(x: np.ndarray, other: np.ndarray) -> np.ndarray:
+            return np.where(other >= 0, np.maximum(x[other] - x[sub], 0.0), 0.0)
+
+        def near(x: np.ndarray, context: float, after: float, reach: float) -> np.ndarray:
+            out = x[sub] + context * lead(x, prev)
             if after:
-                out = out + after * np.where(nxt >= 0, np.maximum(x[nxt] - x[sub], 0.0), 0.0)
+                out = out + after * lead(x, nxt)
+            if reach:
+                out = out + reach * np.maximum(lead(x, prev2), lead(x, next2))
             return out
 
-        scaled: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+        scaled: dict[tuple[float, float, float], tuple[np.ndarray, np.ndarray]] = {}
         for c in configs:
-            key = (c.context_share, c.next_share)
+            key = (c.context_share, c.next_share, c.reach_share)
             if key not in scaled:
                 cs, ls = near(self.cosine, *key), near(self.keyword_weight, *key)
                 low, spread, top = cs.min(), cs.max() - cs.min(), ls.max()
@@ -202,7 +212,8 @@ class Signals:
                     ls / top if top else np.zeros(len(sub)),
                 )
         pick = list(scaled)
-        at = np.array([pick.index((c.context_share, c.next_share)) for c in configs])
+        at = np.array([pick.index((c.context_share, c.next_share, c.reach_share))
+                       for c in configs])  # fmt: skip
         ncs = np.stack([scaled[k][0] for k in pick])[at]
         nls = np.stack([scaled[k][1] for k in pick])[at]
         share = np.array([c.cosine_share for c in configs])[:, None]
@@ -573,6 +584,8 @@ def experiments(
     yield "dates, their turns", base | {
         "date_share": (0.0, 0.1, 0.2, 0.4), "date_slack_days": (0, 7), "date_turns": (1,),
     }  # fmt: skip
+    yield "parts two away", base | {"next_share": (0.15, 0.3), "date_share": (0.4,),
+                                    "reach_share": (0.0, 0.1, 0.2)}  # fmt: skip
     yield ACCEPTED, FINAL_GRID
 
 
@@ -590,7 +603,7 @@ FINAL_GRID: dict[str, tuple[float, ...]] = {
 
 
 async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
-    conversations = load_conversations(data, QUICK_FILES if quick else None)
+    conversations = load_conversations(data, QUICK_CV_FILES if quick else None)
     started = time.perf_counter()
     async with server("bench_locomo_cv") as srv:
         kept = await keep_all(srv, conversations)
@@ -599,7 +612,12 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
           f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
     signals = [s for k in kept for s in k.signals]
     figures: dict[str, Any] = {"replay_agrees": f"{agree}/{total}"}
-    for title, axes in experiments():
+    chosen_experiments = [
+        (title, {k: v[:2] for k, v in axes.items()} if quick else axes)
+        for title, axes in experiments()
+        if not quick or title in ("base", ACCEPTED)
+    ]
+    for title, axes in chosen_experiments:
         t = time.perf_counter()
         configs = grid(axes)
         table = scores(signals, configs)

@@ -57,16 +57,21 @@ async def test_r62_a_month_or_a_day_in_the_query_finds_the_turn_kept_then(api: A
 
 async def test_r62_a_question_is_found_through_the_answer_after_it(api: Api) -> None:
     """The user's question names nothing the search asks for; the reply after it does:
-    the question comes right after the reply, before the other turn's closer words."""
+    the question comes before another turn's words that are closer on their own (without
+    next_share it would come after them)."""
     s = HistoryScenario(api)
     await s.agent(history_config("messages"))
     session = await s.session()
-    await s.committed_turn(session, user("Which one did the vet recommend in the end?"),
-                           agent("The vet recommended the grain-free salmon kibble."))  # fmt: skip
-    await s.committed_turn(session, user("We walked past a salmon farm on the coast"),
-                           agent("The coast is lovely in spring."))  # fmt: skip
+    for said, reply in (
+        ("Which food should we buy for Rex now?",
+         "The vet recommended the grain-free salmon kibble."),
+        ("We bought a new kibble bowl at the vet", "Nice."),
+        ("The vet recommended a walk every day", "Good idea."),
+    ):  # fmt: skip
+        await s.committed_turn(session, user(said), agent(reply))
     reader = await s.turn(session)
     texts = [r["text"] for r in await s.results(reader, "What kibble did the vet recommend?",
-                                                    limit=2)]  # fmt: skip
-    assert texts == ["turn 1, agent\nThe vet recommended the grain-free salmon kibble.",
-                     "turn 1, user\nWhich one did the vet recommend in the end?"]  # fmt: skip
+                                                    limit=4)]  # fmt: skip
+    assert texts[0] == "turn 1, agent\nThe vet recommended the grain-free salmon kibble."
+    question = texts.index("turn 1, user\nWhich food should we buy for Rex now?")
+    assert question < texts.index("turn 3, user\nThe vet recommended a walk every day")

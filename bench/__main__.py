@@ -1,4 +1,4 @@
-"""``python -m bench NAME [--quick]``: run one benchmark.
+"""``python -m bench NAME [--quick] [--cv]``: run one benchmark.
 
 Each benchmark is a module with ``run(quick: bool) -> dict``: it prints a
 readable table as it goes and returns its figures, which are printed here as
@@ -27,8 +27,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("name", choices=sorted(BENCHES))
     parser.add_argument("--quick", action="store_true", help="small data, under a minute")
+    parser.add_argument(
+        "--cv", action="store_true",
+        help="locomo-history: choose the ranking's constants by leave-one-conversation-out",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    figures = importlib.import_module(BENCHES[args.name]).run(quick=args.quick)
+    if args.cv and args.name != "locomo-history":
+        parser.error("--cv is for locomo-history")
+    module = "bench.locomo_cv" if args.cv else BENCHES[args.name]
+    figures = importlib.import_module(module).run(quick=args.quick)
     sys.stdout.flush()
     print(json.dumps({"bench": args.name, "quick": args.quick, **figures}, default=str))
     return 0

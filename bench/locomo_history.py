@@ -4,7 +4,9 @@ Each LoCoMo conversation (``../shared/data/locomo/``) is one session of an
 agent with ``harness.history.index = "messages"``; each of its sessions is one
 committed turn, and each dialog turn one event (the first speaker's as user
 messages, the second's as agent replies), kept as ``"<speaker>: <text>"`` with
-a shared image's caption appended. Then every question of categories 1-4 with
+a shared image's caption appended, and dated as its LoCoMo session was (the kept
+parts' and events' ``created_at``: the sessions happened then, and a question
+naming a date is read against them). Then every question of categories 1-4 with
 evidence is asked from a new last turn: by ``searchHistory`` through the schema
 (hybrid, as the agent asks it: candidates by meaning and keywords, then their
 turns ranked in context) and, for comparison, by one signal alone in vector and
@@ -29,6 +31,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +227,27 @@ async def keep_conversation(srv: Server, conv: Conversation, agent: str) -> Load
     return Loaded(uuid.UUID(agent), uuid.UUID(session), dia_of, events, seconds)
 
 
+async def backdate(srv: Server, conv: Conversation, loaded: Loaded) -> None:
+    """Date each kept turn as its LoCoMo session was (the turns happened then)."""
+    from sqlalchemy import text
+
+    async with srv.database.session() as db:
+        for number, (when, _) in enumerate(conv.sessions, start=1):
+            at = session_time(when)
+            for table in ("history_parts", "history_events"):
+                await db.execute(
+                    text(f"UPDATE {table} SET created_at = :at "
+                         "WHERE session_id = :s AND turn_number = :n"),
+                    {"at": at, "s": loaded.session_id, "n": number},
+                )  # fmt: skip
+        await db.commit()
+
+
+def session_time(raw: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as a UTC datetime."""
+    return datetime.strptime(raw.replace(",", ""), "%I:%M %p on %d %B %Y").replace(tzinfo=UTC)
+
+
 def recall_at(found: Sequence[str], evidence: frozenset[str], k: int) -> float:
     return len(evidence & set(found[:k])) / len(evidence)
 
@@ -296,6 +320,7 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
         for conv in conversations:
             agent = await new_agent(srv)
             loaded = await keep_conversation(srv, conv, agent)
+            await backdate(srv, conv, loaded)
             result = await evaluate(srv, conv, loaded)
             latencies.extend(result["latencies"])
             categories.extend(result["categories"])

@@ -26,8 +26,10 @@ rules to the database and the tests check the API against them.
   alone. Every part of their turns is ranked by
   :func:`server.domain.ranking.rank_in_context` under ``CONTEXT``: a blend of its
   cosine and its keyword weight (the :func:`keyword_weight` of each query word it
-  holds, common words included), each read with the part before it and with its
-  turn, plus recency as in memory search; newer wins ties.
+  holds, common words included), each read with the parts before and after it and
+  with its turn, a gain when it was kept in a period the query names
+  (:func:`server.domain.dates.query_periods`), plus recency as in memory search;
+  newer wins ties.
 - R64 who sees a part (:func:`visible_part`): the same agent and session, a
   turn numbered before the reader's (a replay of turn N carries N), and a
   preview part only for a preview reader. An agent without sessions has no
@@ -46,8 +48,8 @@ from typing import Any, Literal
 
 from server.domain.config import DEFAULT_MIN_SCORE
 from server.domain.ranking import (
-    DEFAULT_PRESET,
     HISTORY_CONTEXT_PRESET,
+    HISTORY_FUSION_PRESET,
     ContextPreset,
     FusionPreset,
 )
@@ -65,14 +67,15 @@ PART_OVERLAP = 32
 # How far back a cut may move to land on whitespace instead of inside a word.
 CUT_SLACK = 24
 
-# Ranking (R62): the memory search's fusion preset, and its default least cosine a
-# part found by meaning alone needs (history has no search settings of its own).
-PRESET: FusionPreset = DEFAULT_PRESET
+# Ranking (R62): the history fusion preset (the memory search's, with half its candidate
+# pool), and the memory search's default least cosine a part found by meaning alone
+# needs (history has no search settings of its own).
+PRESET: FusionPreset = HISTORY_FUSION_PRESET
 MIN_SCORE = DEFAULT_MIN_SCORE
 
 # Keywords (R62): a query word in more than this share of the parts searched is too
-# common to say which part is meant; the keyword search leaves it out
-# (bench/locomo_history.py: 5% ranks best of 3-12%).
+# common to say which part is meant; the keyword search leaves it out (chosen by
+# leave-one-conversation-out, docs/history.md).
 COMMON_WORD_SHARE = 0.05
 # A word in at most this many parts still narrows the search to a handful: it is kept
 # whatever its share (a short session has no common words).

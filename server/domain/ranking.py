@@ -62,14 +62,20 @@ as ``hybrid`` above does (V and L), then ranks every part of the candidates'
 turns, so an answer is found through the question before it::
 
     near(x)(t)  = x(t) + c.context_share * greatest(x(prev) - x(t), 0)
-                  -- prev: the part before t in its turn (event sequence, part)
+                       + c.next_share * greatest(x(next) - x(t), 0)
+                  -- prev, next: the parts before and after t in its turn (event
+                  -- sequence, part); a missing one adds 0
     cs = near(cosine), ls = near(keyword weight)
                   -- keyword weight: the summed inverse document frequency of
                   -- the query's words the part holds (0: none)
     blend(t)    = c.cosine_share * (cs(t) - min cs) / (max cs - min cs)
                 + (1 - c.cosine_share) * ls(t) / max ls      -- a 0/0 term is 0
     score(t)    = blend(t) + c.turn_share * max(blend in t's turn)
+                + c.date_share * [t's created_at in a period the query names]
                 + c.recency_weight * recency(t)
+
+The periods are half-open ``[start, end)`` (:func:`server.domain.dates.query_periods`,
+read against ``:now``); a query naming none adds nothing.
 
 ``c.recency_weight`` is ``p.recency_weight`` of what a top part gains from its
 stronger signal, so recency again only settles near-ties; the order is the one
@@ -78,7 +84,7 @@ above (score, newer, key).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -135,8 +141,7 @@ DEFAULT_PRESET = FusionPreset(
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose candidate pools and recency it keeps (bench/locomo_history.py measures
-    them; docs/scaling.md, "Figures behind the code")."""
+    preset whose recency it keeps (docs/history.md says how each was chosen)."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest
@@ -148,11 +153,16 @@ class ContextPreset:
     # a subject for a while)
     turn_share: float
     fusion: FusionPreset
+    # a part gains this share of the lead the part after it in its turn has over it
+    # (a question is found through its answer, a remark through the reply to it)
+    next_share: float = 0.0
+    # what a part kept in a period the query names gains ("in May", "last week")
+    date_share: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.cosine_share <= 1.0:
             raise ValueError("cosine_share must be from 0 to 1")
-        if min(self.context_share, self.turn_share) < 0:
+        if min(self.context_share, self.turn_share, self.next_share, self.date_share) < 0:
             raise ValueError("shares must be >= 0")
 
     @property
@@ -162,12 +172,27 @@ class ContextPreset:
         return self.fusion.recency_weight * max(self.cosine_share, 1.0 - self.cosine_share)
 
 
+# A history search's candidates: half the memory search's pool (docs/history.md).
+HISTORY_FUSION_PRESET = FusionPreset(
+    name="history",
+    rrf_k=60,
+    vector_weight=1.0,
+    lexical_weight=1.0,
+    recency_weight=0.05,
+    recency_half_life_days=30.0,
+    candidate_pool=20,
+    pool_factor=2,
+)
+
+# Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
 HISTORY_CONTEXT_PRESET = ContextPreset(
     name="history_context",
-    cosine_share=0.6,
+    cosine_share=0.5,
     context_share=0.3,
-    turn_share=0.5,
-    fusion=DEFAULT_PRESET,
+    turn_share=0.75,
+    fusion=HISTORY_FUSION_PRESET,
+    next_share=0.3,
+    date_share=0.4,
 )
 
 
@@ -311,9 +336,11 @@ def rank_in_context(
     now: datetime,
     limit: int,
     preset: ContextPreset = HISTORY_CONTEXT_PRESET,
+    periods: Sequence[tuple[datetime, datetime]] = (),
 ) -> list[Ranked]:
     """Rank the parts of the candidates' turns as the module docstring states (history
-    in context); at most ``limit`` results, ``lexical`` set for a part holding a word."""
+    in context); at most ``limit`` results, ``lexical`` set for a part holding a word.
+    ``periods``: those the query names (:func:`server.domain.dates.query_periods`)."""
     if now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
     pool = sorted(parts, key=lambda t: (t.turn, t.sequence, t.part))
@@ -321,10 +348,11 @@ def rank_in_context(
         return []
     cs: dict[str, float] = {}
     ls: dict[str, float] = {}
-    for before, t in zip([None, *pool[:-1]], pool, strict=True):
+    for before, t, after in zip([None, *pool[:-1]], pool, [*pool[1:], None], strict=True):
         prev = before if before is not None and before.turn == t.turn else None
-        cs[t.key] = _near(t.cosine, None if prev is None else prev.cosine, preset)
-        ls[t.key] = _near(t.keywords, None if prev is None else prev.keywords, preset)
+        nxt = after if after is not None and after.turn == t.turn else None
+        cs[t.key] = _near(t.cosine, prev, nxt, lambda p: p.cosine, preset)
+        ls[t.key] = _near(t.keywords, prev, nxt, lambda p: p.keywords, preset)
     low, spread, top = min(cs.values()), max(cs.values()) - min(cs.values()), max(ls.values())
     blend = {
         t.key: preset.cosine_share * ((cs[t.key] - low) / spread if spread else 0.0)
@@ -338,6 +366,7 @@ def rank_in_context(
         (
             blend[t.key]
             + preset.turn_share * best[t.turn]
+            + preset.date_share * any(a <= t.created_at < b for a, b in periods)
             + preset.recency_weight * recency(t.created_at, now, preset.fusion),
             t,
         )
@@ -350,5 +379,12 @@ def rank_in_context(
     ]
 
 
-def _near(value: float, before: float | None, preset: ContextPreset) -> float:
-    return value + preset.context_share * max((before - value) if before is not None else 0, 0)
+def _near(
+    value: float,
+    before: ContextPart | None,
+    after: ContextPart | None,
+    signal: Callable[[ContextPart], float],
+    preset: ContextPreset,
+) -> float:
+    near = value + preset.context_share * max(signal(before) - value if before else 0, 0)
+    return near + preset.next_share * max(signal(after) - value if after else 0, 0)

@@ -9,11 +9,13 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 
 With a query it ranks the parts the reader may see (:func:`history_condition`,
 R64) in context (:func:`context_search`): the candidates of a hybrid search
-(:func:`server.storage.hybrid.candidate_keys`, the memory search's pool) and
-every part of their turns, each scored by its cosine and keyword weight, its
-predecessor's and its turn's (:mod:`server.domain.history`); each result is one
-part. The keyword candidates are found without the words too common in the
-session to tell its parts apart (:func:`keywords_of`,
+(:func:`server.storage.hybrid.candidate_keys`, the history fusion preset's pool)
+and every part of their turns, each scored by its cosine and keyword weight, its
+predecessor's, its successor's and its turn's, and by whether it was kept in a
+period the query names (:mod:`server.domain.history`,
+:func:`server.domain.dates.query_periods`); each result is one part. The keyword
+candidates are found without the words too common in the session to tell its
+parts apart (:func:`keywords_of`,
 :func:`server.domain.history.keyword_query`), and the keyword weight is the
 words' inverse document frequency, both counted on the parts the reader may see
 in one small statement before the search. With
@@ -33,12 +35,14 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     Text,
+    and_,
     bindparam,
     case,
     cast,
     extract,
     func,
     literal_column,
+    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSQUERY
@@ -47,6 +51,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain import history as rules
+from server.domain.dates import Period, query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import Mode
 from server.domain.text import check_text
@@ -184,12 +189,32 @@ class Keywords:
     weights: tuple[tuple[str, float], ...] = ()
 
 
-async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) -> Keywords:
-    """The keywords of ``query`` over the parts ``reader`` may see (R62), counted in one
-    small statement on a sample of those parts."""
+@dataclass(frozen=True, slots=True)
+class WordCounts:
+    """How many of ``parts`` sampled parts hold each word of a query (R62): per word
+    of :func:`server.domain.history.query_words`, its count (``None``: a stop word, no
+    keyword) and its ``plainto_tsquery`` text (its stems)."""
+
+    parts: int
+    words: tuple[tuple[str, int | None, str], ...]
+
+    def keywords(self, query: str, *, share: float = rules.COMMON_WORD_SHARE) -> Keywords:
+        """The :class:`Keywords` of ``query``, leaving out words in more than ``share``."""
+        counts = {w: n for w, n, _ in self.words}
+        weights: dict[str, tuple[str, float]] = {}  # by the word's tsquery: one per stem
+        for _, n, stems in self.words:
+            if n is not None and stems not in weights:
+                weights[stems] = (stems, rules.keyword_weight(n, self.parts))
+        text = rules.keyword_query(query, counts, self.parts, share=share)
+        return Keywords(text, tuple(weights.values()))
+
+
+async def word_counts(db: AsyncSession, *, reader: HistoryReader, query: str) -> WordCounts:
+    """The :class:`WordCounts` of ``query`` over the parts ``reader`` may see, counted in
+    one small statement on a sample of those parts."""
     words = rules.query_words(query)
-    if not words or uses_web_syntax(query):
-        return Keywords(query)
+    if not words:
+        return WordCounts(0, ())
     sample = (
         select(HistoryPart.search_tsv.label("tsv"))
         .where(history_condition(reader))
@@ -204,15 +229,21 @@ async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) ->
         columns.append(func.numnode(keyword).label(f"k{i}"))
         columns.append(cast(keyword, Text).label(f"q{i}"))
     row = (await db.execute(select(*columns).select_from(sample))).one()
-    parts = int(row[0])
-    counts: dict[str, int | None] = {}
-    weights: dict[str, tuple[str, float]] = {}  # by the word's tsquery: one per stem
-    for i, w in enumerate(words):
-        n, nodes, stems = row[3 * i + 1], row[3 * i + 2], row[3 * i + 3]
-        counts[w] = None if nodes == 0 else int(n)
-        if nodes and stems not in weights:
-            weights[stems] = (stems, rules.keyword_weight(int(n), parts))
-    return Keywords(rules.keyword_query(query, counts, parts), tuple(weights.values()))
+    return WordCounts(
+        int(row[0]),
+        tuple(
+            (w, None if row[3 * i + 2] == 0 else int(row[3 * i + 1]), str(row[3 * i + 3]))
+            for i, w in enumerate(words)
+        ),
+    )
+
+
+async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) -> Keywords:
+    """The keywords of ``query`` over the parts ``reader`` may see (R62), counted in one
+    small statement on a sample of those parts (:func:`word_counts`)."""
+    if not rules.query_words(query) or uses_web_syntax(query):
+        return Keywords(query)
+    return (await word_counts(db, reader=reader, query=query)).keywords(query)
 
 
 # Parts have no vector index (migration 0006): a search ranks its session's parts
@@ -241,11 +272,13 @@ def context_search(
     min_score: float,
     limit: int,
     now: datetime | None = None,
+    periods: Sequence[Period] = (),
 ) -> Select[Any]:
     """The statement of a hybrid history search (R62, ranking in context): the turns of
     the hybrid candidates (:func:`server.storage.hybrid.candidate_keys`), every part of
-    them scored as :mod:`server.domain.history` states; rows ``(key, score, cosine,
-    lexical, created_at)``, best first, the first ``limit``."""
+    them scored as :mod:`server.domain.history` states, a part kept in one of
+    ``periods`` (those the query names) gaining; rows ``(key, score, cosine, lexical,
+    created_at)``, best first, the first ``limit``."""
     source = _source(reader)
     seeds = candidate_keys(
         source=source,
@@ -298,15 +331,21 @@ def context_search(
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         .subquery("scored")
     )
-    # a part gains context_share of the lead the part before it in its turn has over it
+    # a part gains context_share of the lead the part before it in its turn has over it,
+    # and next_share of the lead of the part after it
     share = float_param("context_share", rules.CONTEXT.context_share)
+    next_share = float_param("next_share", rules.CONTEXT.next_share)
     zero: ColumnElement[Any] = literal_column("0::float8")
 
     def in_context(signal: Any) -> Any:
-        before = func.lag(signal).over(
-            partition_by=scored.c.turn, order_by=(scored.c.sequence, scored.c.part)
+        order = (scored.c.sequence, scored.c.part)
+        before = func.lag(signal).over(partition_by=scored.c.turn, order_by=order)
+        after = func.lead(signal).over(partition_by=scored.c.turn, order_by=order)
+        return (
+            signal
+            + share * func.greatest(func.coalesce(before - signal, zero), zero)
+            + next_share * func.greatest(func.coalesce(after - signal, zero), zero)
         )
-        return signal + share * func.greatest(func.coalesce(before - signal, zero), zero)
 
     near = select(
         scored, in_context(scored.c.cosine).label("cs"), in_context(scored.c.lexical).label("ls")
@@ -329,10 +368,21 @@ def context_search(
         func.greatest(age, zero)
         / float_param("half_life", context.fusion.recency_half_life_days * 86_400),
     )
+    dated: ColumnElement[Any] = zero
+    if periods:
+        within = or_(
+            *(
+                and_(blended.c.created_at >= bindparam(f"from{i}", start),
+                     blended.c.created_at < bindparam(f"until{i}", end))
+                for i, (start, end) in enumerate(periods)
+            )
+        )  # fmt: skip
+        dated = case((within, float_param("date_share", context.date_share)), else_=zero)
     score = (
         blended.c.blend
         + float_param("turn_share", context.turn_share)
         * func.max(blended.c.blend).over(partition_by=blended.c.turn)
+        + dated
         + float_param("recency_weight", context.recency_weight) * fresh
     )
     ranked = select(
@@ -370,9 +420,11 @@ async def rank_parts(
     if mode == "hybrid" and vector is not None:
         if limit == 0:
             return []
+        now = datetime.now(UTC)
         stmt = context_search(
-            reader=reader, keywords=keywords, vector=vector, min_score=min_score, limit=limit
-        )
+            reader=reader, keywords=keywords, vector=vector, min_score=min_score, limit=limit,
+            now=now, periods=query_periods(query, now=now),
+        )  # fmt: skip
         return await run_search(db, stmt, mode=mode, limit=limit, preset=rules.PRESET, exact=EXACT)
     return await hybrid_search(
         db,

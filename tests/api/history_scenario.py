@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
 from typing import Any
 
+from sqlalchemy import update
+
+from server.models import HistoryEvent, HistoryPart
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
 
@@ -79,6 +84,19 @@ def agent(text: str | None = None, *calls: tuple[str, str, Any]) -> dict[str, An
     if calls:
         event["toolCalls"] = [{"id": i, "name": n, "arguments": a} for i, n, a in calls]
     return event
+
+
+async def dated(api: Api, session: str, turn_number: int, at: datetime) -> None:
+    """Date a kept turn as if it had been kept at ``at``."""
+    async with api.database.session() as db:
+        for model in (HistoryPart, HistoryEvent):
+            await db.execute(
+                update(model)
+                .where(model.session_id == uuid.UUID(session),  # type: ignore[arg-type]
+                       model.turn_number == turn_number)  # type: ignore[arg-type]
+                .values(created_at=at)
+            )  # fmt: skip
+        await db.commit()
 
 
 def result(

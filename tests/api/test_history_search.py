@@ -4,7 +4,7 @@ recording (R63), the turn window of a replay, preview isolation, sessions, and r
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from sqlalchemy import cast, event, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from server.domain import history as rules
+from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
 from server.models import HistoryEvent, HistoryPart, OutputUse
@@ -21,6 +22,7 @@ from tests.api.history_scenario import (
     SEARCH,
     HistoryScenario,
     agent,
+    dated,
     history_config,
     result,
     user,
@@ -438,7 +440,8 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     api: Api,
 ) -> None:
     """R62: the statement of a hybrid history search scores every part of the candidates'
-    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows."""
+    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows,
+    the part after each and the period the query names included."""
     s, session = await _agent(api)
     for events in (
         (user("We adopted a beagle puppy named Biscuit"),
@@ -449,17 +452,21 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
         (user("My sister visits from Lisbon next week"), agent("Shall I book a table?")),
     ):  # fmt: skip
         await s.committed_turn(session, *events)
+    now = datetime.now(UTC)
+    await dated(api, session, 3, now - timedelta(days=now.weekday() + 4))  # last week
     await s.turn(session)
     reader = HistoryReader(agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session),
                            turn_number=5, preview=False)  # fmt: skip
-    query = "what did the puppy chew?"
+    query = "what did the puppy chew last week?"
     vector, _ = await api.embedder.embed_one(query)
-    now = datetime.now(UTC)
+    periods = query_periods(query, now=now)
+    assert len(periods) == 1
     async with api.database.session() as db:
         keywords = await keywords_of(db, reader=reader, query=query)
         assert keywords.weights  # the query's words, weighed by how few parts hold them
         stmt = context_search(reader=reader, keywords=keywords, vector=vector,
-                              min_score=rules.MIN_SCORE, limit=50, now=now)  # fmt: skip
+                              min_score=rules.MIN_SCORE, limit=50, now=now,
+                              periods=periods)  # fmt: skip
         hits = await run_search(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
         keys = [h.key for h in hits]
         turns = {t for (t,) in (await db.execute(
@@ -486,7 +493,10 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     ]  # fmt: skip
     assert {1, 3} <= turns < {1, 2, 3, 4}  # the puppy's turns, not every turn
     assert len(hits) == len(parts)  # every part of those turns is ranked
-    reference = rank_in_context(parts, now=now, limit=50)
+    reference = rank_in_context(parts, now=now, limit=50, periods=periods)
+    (start, end), turn_of = periods[0], {p.key: p.turn for p in parts}
+    assert {p.turn for p in parts if start <= p.created_at < end} == {3}  # kept last week
+    assert turn_of[str(hits[0].key)] == 3
     assert [str(h.key) for h in hits] == [r.key for r in reference]
     for hit, want in zip(hits, reference, strict=True):
         assert hit.score == pytest.approx(want.score, abs=1e-9)

@@ -387,15 +387,16 @@ def test_r62_an_answer_is_lifted_by_the_question_before_it() -> None:
 
 def test_r62_a_part_gains_a_share_of_the_best_in_its_turn() -> None:
     """Two equal parts, each first in its turn: the one whose turn holds the best match
-    ranks first, by turn_share of the difference of the turns' best blends."""
-    c = HISTORY_CONTEXT_PRESET
+    ranks first, by turn_share of the difference of the turns' best blends (the part
+    after each left out: next_share 0)."""
+    c = replace(HISTORY_CONTEXT_PRESET, next_share=0.0)
     parts = [
         _part("a", 1, 0, cosine=0.4),
         _part("best", 1, 1, cosine=0.9, keywords=1.0),
         _part("b", 2, 0, cosine=0.4),
         _part("low", 2, 1, cosine=0.1),
     ]
-    ranked = rank_in_context(parts, now=NOW, limit=4)
+    ranked = rank_in_context(parts, now=NOW, limit=4, preset=c)
     assert _keys(ranked) == ["best", "a", "b", "low"]
     score = {r.key: r.score for r in ranked}
     low_cs = 0.1 + c.context_share * (0.4 - 0.1)  # the part before it leads by 0.3
@@ -451,3 +452,47 @@ def test_r62_context_preset_is_checked() -> None:
         DEFAULT_PRESET.recency_weight
         * max(HISTORY_CONTEXT_PRESET.cosine_share, 1 - HISTORY_CONTEXT_PRESET.cosine_share)
     )
+
+
+def test_r62_a_question_is_lifted_by_the_answer_after_it() -> None:
+    """The question shares little with the query; the answer after it does. It gains
+    next_share of the answer's lead and passes a part of another turn that is a little
+    closer to the query on its own (the turn's share left out: turn_share 0)."""
+    c = replace(HISTORY_CONTEXT_PRESET, turn_share=0.0)
+    assert c.next_share > 0
+    parts = [
+        _part("question", 1, 1, cosine=0.2),
+        _part("answer", 1, 2, cosine=0.8, keywords=2.0),
+        _part("elsewhere", 2, 1, cosine=0.3),
+        _part("elsewhere-2", 2, 2, cosine=0.1),
+    ]
+    ranked = rank_in_context(parts, now=NOW, limit=4, preset=c)
+    assert _keys(ranked) == ["answer", "question", "elsewhere", "elsewhere-2"]
+    without = rank_in_context(parts, now=NOW, limit=4, preset=replace(c, next_share=0.0))
+    assert _keys(without)[1] == "elsewhere"  # without next_share, the question falls behind
+
+
+def test_r62_a_part_kept_in_a_period_the_query_names_gains_date_share() -> None:
+    """R62: "what did I cook last week": the part kept that week passes a slightly closer
+    one kept since, by date_share; with no period named, it does not."""
+    c = HISTORY_CONTEXT_PRESET
+    assert c.date_share > 0
+    parts = [
+        _part("last-week", 1, 1, cosine=0.6, age_days=9),
+        _part("since", 2, 1, cosine=0.65, age_days=2),
+        _part("floor", 3, 1, cosine=0.1, age_days=20),
+    ]
+    week = (NOW - timedelta(days=12), NOW - timedelta(days=5))
+    ranked = rank_in_context(parts, now=NOW, limit=3, periods=[week])
+    assert _keys(ranked)[:2] == ["last-week", "since"]
+    plain = rank_in_context(parts, now=NOW, limit=3)
+    assert _keys(plain)[:2] == ["since", "last-week"]
+    gained = {r.key: r.score for r in ranked}["last-week"] - {r.key: r.score for r in plain}[
+        "last-week"
+    ]
+    assert gained == pytest.approx(c.date_share)
+    # the period is half-open: a part kept at its end is outside it
+    edge = rank_in_context(
+        parts, now=NOW, limit=3, periods=[(NOW - timedelta(days=12), NOW - timedelta(days=9))]
+    )
+    assert _keys(edge)[:2] == ["since", "last-week"]  # fmt: skip

@@ -3,12 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# ariadne-codegen and sgqlc need graphql-core 3.2, the server 3.3: a venv of their own
+CODEGEN_VENV := .venv-codegen
+CODEGEN_STAMP := $(CODEGEN_VENV)/.installed
+CODEGEN_REQUIREMENTS := clients/python/requirements-codegen.txt
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 AGENT_MEMORY_DEV ?= 1
 
-.PHONY: install run test check fmt schema schema-check bench clean
+.PHONY: install run test check fmt schema schema-check client codegen-tools browser bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,10 +23,24 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+$(CODEGEN_STAMP): $(CODEGEN_REQUIREMENTS)
+	test -x $(CODEGEN_VENV)/bin/python || $(PYTHON) -m venv $(CODEGEN_VENV)
+	$(CODEGEN_VENV)/bin/pip install -q -r $(CODEGEN_REQUIREMENTS)
+	touch $(CODEGEN_STAMP)
+
+codegen-tools: $(CODEGEN_STAMP)
+
+# Debian's Chromium for tests/browser (playwright drives it; no browser download).
+# Installed when missing and apt-get can (as root); else tests/browser skips, saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+	  || echo "chromium is missing and cannot be installed here: tests/browser will be skipped"
+
 run: install
 	AGENT_MEMORY_DEV=$(AGENT_MEMORY_DEV) $(VENV)/bin/agent-memory serve
 
-test: install
+test: install codegen-tools browser
 	$(PY) -m pytest
 
 check: install
@@ -37,8 +55,13 @@ fmt: install
 schema: install
 	$(VENV)/bin/agent-memory schema
 
-schema-check: install
+schema-check: install codegen-tools
 	$(VENV)/bin/agent-memory schema --check
+	$(CODEGEN_VENV)/bin/python clients/python/generate.py --check
+
+# the typed Python clients (sync and async) in clients/python, from schema.graphql
+client: codegen-tools
+	$(CODEGEN_VENV)/bin/python clients/python/generate.py
 
 clean:
-	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CODEGEN_VENV) .data .pytest_cache .mypy_cache .ruff_cache

@@ -112,7 +112,9 @@ class ReviewMutation:
                             {"version": str(s.version.id), "similarity": s.similarity}
                             for s in c.similar
                         ],
-                        "restates": c.restatement is not None,
+                        "restates": None
+                        if c.restatement is None
+                        else str(c.restatement.version.id),
                     }
                     for c in compared
                 ]
@@ -137,7 +139,14 @@ class ReviewMutation:
                     candidate=c["candidate"],
                     summary=c["summary"],
                     similar=similar,
-                    restates=similar[0] if c["restates"] else None,
+                    restates=next(
+                        (
+                            m
+                            for m, s in zip(similar, c["similar"], strict=True)
+                            if s["version"] == c["restates"]
+                        ),
+                        None,
+                    ),
                 )
             )
         return CompareMemoryCandidatesPayload(candidates=out, text=_compared_text(out))

@@ -11,13 +11,15 @@ is told, and which decisions a review may apply. Plain Python over plain values;
   (:func:`instructions`); and the conversation since the last review, one block per
   event under the header history results use (``turn 3, user``).
 - Decisions (R50): ``ADD``, ``REPLACE <id>``, ``DELETE <id>`` or ``SKIP``, one per
-  candidate (:func:`check_decision`). A candidate whose cosine with a record it may
-  change reaches :data:`RESTATEMENT_MIN_COSINE` restates that record: an ADD of it is
-  applied as SKIP, so restated facts do not pile up.
+  candidate (:func:`check_decision`). A candidate restates a record it may change
+  when it says the same in the same or lightly edited words (:func:`restates`): an
+  ADD of it is applied as SKIP, so restated facts do not pile up.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +31,14 @@ from server.domain.history import Role, header
 Action = Literal["ADD", "REPLACE", "DELETE", "SKIP"]
 ACTIONS: tuple[Action, ...] = ("ADD", "REPLACE", "DELETE", "SKIP")
 
-# The least cosine (summary and content, as records are embedded) at which a candidate
-# restates a record it may change. Chosen from `bench review`'s measurement on LoCoMo's
-# session events: docs/review.md, "The restatement threshold".
-RESTATEMENT_MIN_COSINE = 0.9
+# When a candidate restates a record it may change (:func:`restates`): its cosine with
+# the record (summary and content, as records are embedded) reaches
+# RESTATEMENT_MIN_COSINE, or reaches EDITED_MIN_COSINE while the two texts share at
+# least EDITED_MIN_WORDS of their words in order. Chosen from `bench review`'s
+# measurement on LoCoMo's session events: docs/review.md, "The restatement threshold".
+RESTATEMENT_MIN_COSINE = 0.92
+EDITED_MIN_COSINE = 0.80
+EDITED_MIN_WORDS = 0.75
 
 # How many similar records each candidate is compared with, by default and at most.
 DEFAULT_SIMILAR = 5
@@ -165,6 +171,30 @@ def _verb(action: Action) -> str:
     return "replaces" if action == "REPLACE" else "deletes"
 
 
-def restates(similarity: float) -> bool:
-    """A candidate this similar to a record it may change restates it (R50)."""
-    return similarity >= RESTATEMENT_MIN_COSINE
+def restates(similarity: float, candidate: str, record: str) -> bool:
+    """Whether a candidate restates a record it may change (R50): the two mean the same
+    (cosine ``similarity`` at least :data:`RESTATEMENT_MIN_COSINE`), or say it in lightly
+    edited words (case, punctuation, a word or two: at least :data:`EDITED_MIN_WORDS` of
+    the words shared in order, and a cosine of at least :data:`EDITED_MIN_COSINE`).
+    A candidate that changes a number never restates: it corrects, for REPLACE."""
+    if similarity < EDITED_MIN_COSINE:
+        return False
+    a, b = _words(candidate), _words(record)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    changed = [
+        w
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op != "equal"
+        for w in (*a[i1:i2], *b[j1:j2])
+    ]
+    if any(_NUMBER.search(w) for w in changed):
+        return False
+    return similarity >= RESTATEMENT_MIN_COSINE or matcher.ratio() >= EDITED_MIN_WORDS
+
+
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())

@@ -64,8 +64,9 @@ class Compared:
 
     @property
     def restatement(self) -> Similar | None:
-        best = self.similar[0] if self.similar else None
-        return best if best is not None and rules.restates(best.similarity) else None
+        """The most similar record the candidate restates, if any (R50)."""
+        text = self.candidate.fields.text
+        return next((s for s in self.similar if s.restated_by(text)), None)
 
 
 async def begin_review(db: AsyncSession, *, turn_id: uuid.UUID) -> Begun:

@@ -63,6 +63,12 @@ class Similar:
     version: MemoryVersion
     similarity: float
 
+    def restated_by(self, text: str) -> bool:
+        """Whether a candidate of ``text`` restates this record (R50)."""
+        version = self.version
+        record = f"{version.summary}\n{version.content}" if version.content else version.summary
+        return rules.restates(self.similarity, text, record)
+
 
 async def vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     """The texts' vectors, in one request."""
@@ -169,9 +175,10 @@ async def _apply(
         assert record_id is not None
         return [await delete_record(db, scope, execution, ref, record_id)]
     if action == "ADD":
-        best = await similar(db, scope.reader, found[candidate.index], 1)
-        if best and rules.restates(best[0].similarity):
-            return best[0]
+        near = await similar(db, scope.reader, found[candidate.index], rules.DEFAULT_SIMILAR)
+        restated = next((s for s in near if s.restated_by(candidate.fields.text)), None)
+        if restated is not None:
+            return restated
     return await write_record(
         db, scope, execution, ref, candidate.fields, vector=vector, replaces=record_id
     )

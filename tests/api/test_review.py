@@ -207,6 +207,42 @@ async def test_a_restatement_adds_nothing_and_a_correction_and_a_deletion_change
     assert [r["current"]["summary"] for r in active] == ["The user lives in Porto"]
 
 
+async def test_a_lightly_edited_restatement_is_skipped_and_a_changed_number_is_added(
+    api: Api,
+) -> None:
+    """R50: a restatement in lightly edited words (its cosine under the meaning threshold,
+    0.85 with this model) adds nothing; a candidate that changes a number (cosine 0.94)
+    is a new fact, not a restatement, so its ADD is applied."""
+    s, session = await _world(api)
+    one = await s.turn(session)
+    added = await s.reviewed(
+        one,
+        decide("ADD", "The user's daughter plays the violin"),
+        decide("ADD", "The user has 2 dogs"),
+    )
+    violin, _ = (m["recordId"] for m in added["memories"])
+    await s.commit(one)
+    two = await s.turn(session)
+    begun = await s.begin_review(two)
+    edited, dogs = "also the user's daughter plays the violin!", "The user has 3 dogs"
+    compared = await s.compare(begun["review"]["id"], fact(edited), fact(dogs))
+    restated, corrected = compared["candidates"]
+    assert restated["restates"]["version"]["recordId"] == violin
+    assert restated["similar"][0]["similarity"] < 0.9
+    assert corrected["restates"] is None and corrected["similar"][0]["similarity"] > 0.9
+    await s.invoke(begun)
+    applied = await s.apply(begun["review"]["id"], decide("ADD", edited), decide("ADD", dogs))
+    outcomes = [(d["applied"], d["restates"]) for d in applied["decisions"]]
+    assert outcomes == [("SKIP", violin), ("ADD", None)]
+    await s.commit(two)
+    active = await records(api, s.agent_id, status="ACTIVE")
+    assert sorted(r["current"]["summary"] for r in active) == [
+        "The user has 2 dogs",
+        "The user has 3 dogs",
+        "The user's daughter plays the violin",
+    ]
+
+
 async def test_one_bad_decision_refuses_the_set_and_changes_nothing(api: Api) -> None:
     """All or none: the refusal names the decision; nothing is written and the review
     stays open for a corrected set. Agent scope needs agent in scope.write (R20, R24)."""

@@ -64,5 +64,25 @@ def test_replace_and_delete_name_a_record_and_add_and_skip_do_not() -> None:
 
 
 def test_restates_at_the_threshold() -> None:
-    assert rules.restates(rules.RESTATEMENT_MIN_COSINE)
-    assert not rules.restates(rules.RESTATEMENT_MIN_COSINE - 0.001)
+    """R50: the same meaning in other words restates from the cosine threshold on."""
+    a, b = "Prefers calls after five", "Likes being phoned in the evening"
+    assert rules.restates(rules.RESTATEMENT_MIN_COSINE, a, b)
+    assert not rules.restates(rules.RESTATEMENT_MIN_COSINE - 0.001, a, b)
+
+
+def test_lightly_edited_words_restate_below_the_cosine_threshold() -> None:
+    """R50: case, punctuation and one word changed still restate the record."""
+    record = "Melanie painted a lake sunrise last year."
+    edited = "melanie painted the lake sunrise last year!"
+    cosine = rules.EDITED_MIN_COSINE + 0.01
+    assert rules.restates(cosine, edited, record)
+    assert not rules.restates(rules.EDITED_MIN_COSINE - 0.01, edited, record)
+    # a different fact that shares few words is not a restatement at that cosine
+    assert not rules.restates(cosine, "Melanie went camping with her kids.", record)
+
+
+def test_a_changed_number_corrects_and_never_restates() -> None:
+    """R50: a candidate that changes a number is a correction (REPLACE), never skipped."""
+    record = "Has 2 dogs and a cat"
+    assert not rules.restates(0.99, "Has 3 dogs and a cat", record)
+    assert rules.restates(0.99, "has 2 dogs and a cat.", record)

@@ -1,0 +1,44 @@
+from datetime import datetime
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import MemoryDecisionAction, MemoryReviewStatus
+from .fragments import MemoryVersionFields
+
+
+class ApplyMemoryReview(BaseModel):
+    apply_memory_review: "ApplyMemoryReviewApplyMemoryReview" = Field(
+        alias="applyMemoryReview"
+    )
+
+
+class ApplyMemoryReviewApplyMemoryReview(BaseModel):
+    review: "ApplyMemoryReviewApplyMemoryReviewReview"
+    memories: list["ApplyMemoryReviewApplyMemoryReviewMemories"]
+    decisions: list["ApplyMemoryReviewApplyMemoryReviewDecisions"]
+
+
+class ApplyMemoryReviewApplyMemoryReviewReview(BaseModel):
+    id: UUID
+    status: MemoryReviewStatus
+    applied_at: Optional[datetime] = Field(alias="appliedAt")
+
+
+ApplyMemoryReviewApplyMemoryReviewMemories = MemoryVersionFields
+
+
+class ApplyMemoryReviewApplyMemoryReviewDecisions(BaseModel):
+    candidate: int
+    summary: str
+    action: MemoryDecisionAction
+    applied: MemoryDecisionAction
+    record_id: Optional[UUID] = Field(alias="recordId")
+    restates: Optional[UUID]
+    similarity: Optional[float]
+
+
+ApplyMemoryReview.model_rebuild()
+ApplyMemoryReviewApplyMemoryReview.model_rebuild()

@@ -1,0 +1,48 @@
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import HistoryRole, MemoryReviewStatus
+
+
+class BeginMemoryReview(BaseModel):
+    begin_memory_review: "BeginMemoryReviewBeginMemoryReview" = Field(
+        alias="beginMemoryReview"
+    )
+
+
+class BeginMemoryReviewBeginMemoryReview(BaseModel):
+    due: bool
+    reason: str
+    messages: int
+    review: Optional["BeginMemoryReviewBeginMemoryReviewReview"]
+    instructions: Optional[str]
+    conversation: list["BeginMemoryReviewBeginMemoryReviewConversation"]
+    text: str
+
+
+class BeginMemoryReviewBeginMemoryReviewReview(BaseModel):
+    id: UUID
+    status: MemoryReviewStatus
+    after_turn: int = Field(alias="afterTurn")
+    through_turn: int = Field(alias="throughTurn")
+    execution: "BeginMemoryReviewBeginMemoryReviewReviewExecution"
+
+
+class BeginMemoryReviewBeginMemoryReviewReviewExecution(BaseModel):
+    id: UUID
+
+
+class BeginMemoryReviewBeginMemoryReviewConversation(BaseModel):
+    turn: int
+    role: HistoryRole
+    tool_name: Optional[str] = Field(alias="toolName")
+    header: str
+    text: str
+
+
+BeginMemoryReview.model_rebuild()
+BeginMemoryReviewBeginMemoryReview.model_rebuild()
+BeginMemoryReviewBeginMemoryReviewReview.model_rebuild()

@@ -1,0 +1,21 @@
+from datetime import datetime
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class CreateAgent(BaseModel):
+    create_agent: "CreateAgentCreateAgent" = Field(alias="createAgent")
+
+
+class CreateAgentCreateAgent(BaseModel):
+    id: UUID
+    namespace: str
+    name: str
+    sessionless: bool
+    created_at: datetime = Field(alias="createdAt")
+
+
+CreateAgent.model_rebuild()

@@ -1,0 +1,20 @@
+from datetime import datetime
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class CreateSession(BaseModel):
+    create_session: "CreateSessionCreateSession" = Field(alias="createSession")
+
+
+class CreateSessionCreateSession(BaseModel):
+    id: UUID
+    external_id: Optional[str] = Field(alias="externalId")
+    created_at: datetime = Field(alias="createdAt")
+
+
+CreateSession.model_rebuild()

@@ -1,0 +1,24 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import MemoryVersionFields
+
+
+class DeleteMemory(BaseModel):
+    delete_memory: "DeleteMemoryDeleteMemory" = Field(alias="deleteMemory")
+
+
+class DeleteMemoryDeleteMemory(BaseModel):
+    execution: "DeleteMemoryDeleteMemoryExecution"
+    memories: list["DeleteMemoryDeleteMemoryMemories"]
+
+
+class DeleteMemoryDeleteMemoryExecution(BaseModel):
+    id: UUID
+
+
+DeleteMemoryDeleteMemoryMemories = MemoryVersionFields
+DeleteMemory.model_rebuild()
+DeleteMemoryDeleteMemory.model_rebuild()

@@ -1,0 +1,86 @@
+from datetime import datetime
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import MemoryStatus, Scope
+from .fragments import MemoryVersionFields
+
+
+class MemoryRecordDetail(BaseModel):
+    agent_memory: "MemoryRecordDetailAgentMemory" = Field(alias="agentMemory")
+
+
+class MemoryRecordDetailAgentMemory(BaseModel):
+    id: UUID
+    scope: Scope
+    status: MemoryStatus
+    preview: bool
+    pinned: bool
+    created_at: datetime = Field(alias="createdAt")
+    replaces: Optional["MemoryRecordDetailAgentMemoryReplaces"]
+    replaced_by: Optional["MemoryRecordDetailAgentMemoryReplacedBy"] = Field(
+        alias="replacedBy"
+    )
+    versions: list["MemoryRecordDetailAgentMemoryVersions"]
+
+
+class MemoryRecordDetailAgentMemoryReplaces(BaseModel):
+    id: UUID
+
+
+class MemoryRecordDetailAgentMemoryReplacedBy(BaseModel):
+    id: UUID
+
+
+class MemoryRecordDetailAgentMemoryVersions(MemoryVersionFields):
+    written_by: "MemoryRecordDetailAgentMemoryVersionsWrittenBy" = Field(
+        alias="writtenBy"
+    )
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenBy(BaseModel):
+    execution: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByExecution"]
+    invocation: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation"]
+    turn: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByTurn"]
+    session: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenBySession"]
+    agent_version: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsWrittenByAgentVersion"
+    ] = Field(alias="agentVersion")
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenByExecution(BaseModel):
+    id: UUID
+    kind: str
+    name: str
+    status: str
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation(BaseModel):
+    purpose: str
+    model: str
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenByTurn(BaseModel):
+    id: UUID
+    number: int
+    attempt: int
+    status: str
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenBySession(BaseModel):
+    id: UUID
+    external_id: Optional[str] = Field(alias="externalId")
+
+
+class MemoryRecordDetailAgentMemoryVersionsWrittenByAgentVersion(BaseModel):
+    number: int
+    label: Optional[str]
+
+
+MemoryRecordDetail.model_rebuild()
+MemoryRecordDetailAgentMemory.model_rebuild()
+MemoryRecordDetailAgentMemoryVersions.model_rebuild()
+MemoryRecordDetailAgentMemoryVersionsWrittenBy.model_rebuild()

@@ -1,0 +1,5 @@
+from .base_model import BaseModel
+
+
+class Namespaces(BaseModel):
+    namespaces: list[str]

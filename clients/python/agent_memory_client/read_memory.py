@@ -1,0 +1,24 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import MemoryVersionFields
+
+
+class ReadMemory(BaseModel):
+    read_memory: "ReadMemoryReadMemory" = Field(alias="readMemory")
+
+
+class ReadMemoryReadMemory(BaseModel):
+    execution: "ReadMemoryReadMemoryExecution"
+    sources: list["ReadMemoryReadMemorySources"]
+
+
+class ReadMemoryReadMemoryExecution(BaseModel):
+    id: UUID
+
+
+ReadMemoryReadMemorySources = MemoryVersionFields
+ReadMemory.model_rebuild()
+ReadMemoryReadMemory.model_rebuild()

@@ -1,0 +1,36 @@
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import SearchResultFields
+
+
+class Recall(BaseModel):
+    recall: "RecallRecall"
+
+
+class RecallRecall(BaseModel):
+    kind: str
+    notice: str
+    text: str
+    recorded: bool
+    results: list["RecallRecallResults"]
+    execution: Optional["RecallRecallExecution"]
+    repeat_of: Optional["RecallRecallRepeatOf"] = Field(alias="repeatOf")
+
+
+RecallRecallResults = SearchResultFields
+
+
+class RecallRecallExecution(BaseModel):
+    id: UUID
+
+
+class RecallRecallRepeatOf(BaseModel):
+    id: UUID
+
+
+Recall.model_rebuild()
+RecallRecall.model_rebuild()

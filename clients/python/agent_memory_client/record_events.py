@@ -1,0 +1,26 @@
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class RecordEvents(BaseModel):
+    record_events: "RecordEventsRecordEvents" = Field(alias="recordEvents")
+
+
+class RecordEventsRecordEvents(BaseModel):
+    events: list["RecordEventsRecordEventsEvents"]
+
+
+class RecordEventsRecordEventsEvents(BaseModel):
+    id: UUID
+    sequence: int
+    type_: str = Field(alias="type")
+    tool_name: Optional[str] = Field(alias="toolName")
+    tool_call_id: Optional[str] = Field(alias="toolCallId")
+
+
+RecordEvents.model_rebuild()
+RecordEventsRecordEvents.model_rebuild()

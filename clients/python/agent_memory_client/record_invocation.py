@@ -1,0 +1,23 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class RecordInvocation(BaseModel):
+    record_invocation: "RecordInvocationRecordInvocation" = Field(
+        alias="recordInvocation"
+    )
+
+
+class RecordInvocationRecordInvocation(BaseModel):
+    id: UUID
+    purpose: str
+    model: str
+    input_tokens: int = Field(alias="inputTokens")
+    output_tokens: int = Field(alias="outputTokens")
+    counted: bool
+
+
+RecordInvocation.model_rebuild()

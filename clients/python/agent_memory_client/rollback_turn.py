@@ -1,0 +1,22 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import TurnFields
+
+
+class RollbackTurn(BaseModel):
+    rollback_turn: "RollbackTurnRollbackTurn" = Field(alias="rollbackTurn")
+
+
+class RollbackTurnRollbackTurn(TurnFields):
+    memories: list["RollbackTurnRollbackTurnMemories"]
+
+
+class RollbackTurnRollbackTurnMemories(BaseModel):
+    id: UUID
+
+
+RollbackTurn.model_rebuild()
+RollbackTurnRollbackTurn.model_rebuild()

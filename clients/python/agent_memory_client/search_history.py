@@ -1,0 +1,38 @@
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import HistoryRole
+
+
+class SearchHistory(BaseModel):
+    search_history: "SearchHistorySearchHistory" = Field(alias="searchHistory")
+
+
+class SearchHistorySearchHistory(BaseModel):
+    execution: "SearchHistorySearchHistoryExecution"
+    results: list["SearchHistorySearchHistoryResults"]
+
+
+class SearchHistorySearchHistoryExecution(BaseModel):
+    id: UUID
+
+
+class SearchHistorySearchHistoryResults(BaseModel):
+    event_id: UUID = Field(alias="eventId")
+    turn: int
+    role: HistoryRole
+    tool_name: Optional[str] = Field(alias="toolName")
+    is_error: bool = Field(alias="isError")
+    header: str
+    text: str
+    part: Optional[int]
+    parts: int
+    sequence: int
+    score: Optional[float]
+
+
+SearchHistory.model_rebuild()
+SearchHistorySearchHistory.model_rebuild()

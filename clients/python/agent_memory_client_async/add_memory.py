@@ -1,0 +1,24 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import MemoryVersionFields
+
+
+class AddMemory(BaseModel):
+    add_memory: "AddMemoryAddMemory" = Field(alias="addMemory")
+
+
+class AddMemoryAddMemory(BaseModel):
+    execution: "AddMemoryAddMemoryExecution"
+    memories: list["AddMemoryAddMemoryMemories"]
+
+
+class AddMemoryAddMemoryExecution(BaseModel):
+    id: UUID
+
+
+AddMemoryAddMemoryMemories = MemoryVersionFields
+AddMemory.model_rebuild()
+AddMemoryAddMemory.model_rebuild()

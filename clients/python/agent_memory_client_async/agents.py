@@ -1,0 +1,38 @@
+from datetime import datetime
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class Agents(BaseModel):
+    agents: "AgentsAgents"
+
+
+class AgentsAgents(BaseModel):
+    edges: list["AgentsAgentsEdges"]
+    page_info: "AgentsAgentsPageInfo" = Field(alias="pageInfo")
+
+
+class AgentsAgentsEdges(BaseModel):
+    node: "AgentsAgentsEdgesNode"
+
+
+class AgentsAgentsEdgesNode(BaseModel):
+    id: UUID
+    namespace: str
+    name: str
+    sessionless: bool
+    created_at: datetime = Field(alias="createdAt")
+
+
+class AgentsAgentsPageInfo(BaseModel):
+    has_next_page: bool = Field(alias="hasNextPage")
+    end_cursor: Optional[str] = Field(alias="endCursor")
+
+
+Agents.model_rebuild()
+AgentsAgents.model_rebuild()
+AgentsAgentsEdges.model_rebuild()

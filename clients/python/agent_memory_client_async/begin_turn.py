@@ -1,0 +1,35 @@
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import TurnFields
+
+
+class BeginTurn(BaseModel):
+    begin_turn: "BeginTurnBeginTurn" = Field(alias="beginTurn")
+
+
+class BeginTurnBeginTurn(BaseModel):
+    turn: "BeginTurnBeginTurnTurn"
+    execution: "BeginTurnBeginTurnExecution"
+    pinned: list["BeginTurnBeginTurnPinned"]
+    instructions: str
+
+
+BeginTurnBeginTurnTurn = TurnFields
+
+
+class BeginTurnBeginTurnExecution(BaseModel):
+    id: UUID
+
+
+class BeginTurnBeginTurnPinned(BaseModel):
+    record_id: UUID = Field(alias="recordId")
+    version_id: UUID = Field(alias="versionId")
+    summary: str
+    line: str
+
+
+BeginTurn.model_rebuild()
+BeginTurnBeginTurn.model_rebuild()

@@ -1,0 +1,56 @@
+from datetime import datetime
+from typing import Any, Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import MemoryStatus, Scope
+
+
+class MemoryVersionFields(BaseModel):
+    id: UUID
+    record_id: UUID = Field(alias="recordId")
+    number: int
+    status: MemoryStatus
+    summary: str
+    content: Optional[str]
+    kind: str
+    labels: Any
+    created_at: datetime = Field(alias="createdAt")
+
+
+class SearchResultFields(BaseModel):
+    score: Optional[float]
+    cosine: Optional[float]
+    lexical: Optional[float]
+    version: "SearchResultFieldsVersion"
+    record: "SearchResultFieldsRecord"
+
+
+class SearchResultFieldsVersion(MemoryVersionFields):
+    pass
+
+
+class SearchResultFieldsRecord(BaseModel):
+    id: UUID
+    scope: Scope
+    status: MemoryStatus
+    pinned: bool
+    preview: bool
+
+
+class TurnFields(BaseModel):
+    id: UUID
+    number: int
+    attempt: int
+    status: str
+    preview: bool
+    error: Optional[str]
+    created_at: datetime = Field(alias="createdAt")
+    ended_at: Optional[datetime] = Field(alias="endedAt")
+
+
+MemoryVersionFields.model_rebuild()
+SearchResultFields.model_rebuild()
+TurnFields.model_rebuild()

@@ -1,0 +1,23 @@
+from typing import Any, Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+
+
+class PublishAgentVersion(BaseModel):
+    publish_agent_version: "PublishAgentVersionPublishAgentVersion" = Field(
+        alias="publishAgentVersion"
+    )
+
+
+class PublishAgentVersionPublishAgentVersion(BaseModel):
+    id: UUID
+    number: int
+    label: Optional[str]
+    config: Any
+    effective_memory_config: Any = Field(alias="effectiveMemoryConfig")
+
+
+PublishAgentVersion.model_rebuild()

@@ -1,0 +1,26 @@
+from typing import Optional
+from uuid import UUID
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .fragments import SearchResultFields
+
+
+class SearchMemory(BaseModel):
+    search_memory: "SearchMemorySearchMemory" = Field(alias="searchMemory")
+
+
+class SearchMemorySearchMemory(BaseModel):
+    execution: "SearchMemorySearchMemoryExecution"
+    results: list["SearchMemorySearchMemoryResults"]
+    next_cursor: Optional[str] = Field(alias="nextCursor")
+
+
+class SearchMemorySearchMemoryExecution(BaseModel):
+    id: UUID
+
+
+SearchMemorySearchMemoryResults = SearchResultFields
+SearchMemory.model_rebuild()
+SearchMemorySearchMemory.model_rebuild()

@@ -1,0 +1,213 @@
+"""The generated clients (clients/python) drive a real server process over HTTP: the
+sync one through a runtime's turns, the async one through a dashboard's reads."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import agent_memory_client_async as aio
+import pytest
+from agent_memory_client import (
+    AddMemoryInput,
+    ApplyMemoryReviewInput,
+    BeginMemoryReviewInput,
+    BeginTurnInput,
+    CompareMemoryCandidatesInput,
+    ConversationEventInput,
+    ConversationEventType,
+    GraphQLClientGraphQLMultiError,
+    InvocationPurpose,
+    MemoryCandidateInput,
+    MemoryDecisionAction,
+    MemoryDecisionInput,
+    MemoryIdInput,
+    MemoryStatus,
+    RecallInput,
+    RecordEventsInput,
+    RecordInvocationInput,
+    Scope,
+    SearchHistoryInput,
+    SearchMemoryInput,
+    TurnInput,
+)
+from sqlalchemy.engine import URL
+
+from tests.e2e.live import ROOT, Seeded, client, dashboard_token, seed
+
+
+@pytest.fixture(scope="module")
+def seeded(server: str, database_url: URL) -> Seeded:
+    return seed(server, database_url)
+
+
+@pytest.fixture(scope="module")
+def client_token(database_url: URL, seeded: Seeded) -> str:
+    """A dashboard's: SELECT on the namespace's agents, memory and sessions."""
+    return dashboard_token(database_url, seeded.namespace)
+
+
+def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> None:
+    with client(server, seeded.runtime_token) as api:
+        begun = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
+        turn = begun.turn.id
+        assert begun.turn.number == 2 and begun.turn.status == "open"
+
+        added = api.add_memory(
+            AddMemoryInput(
+                turn_id=turn,
+                summary="Has a dog named Rex",
+                kind="fact",
+                scope=Scope.AGENT,
+                pinned=True,
+            )
+        ).add_memory.memories[0]
+        assert added.number == 1 and added.status is MemoryStatus.ACTIVE
+
+        found = api.search_memory(
+            SearchMemoryInput(turn_id=turn, query="phone calls")
+        ).search_memory.results
+        assert found[0].version.summary == "Prefers phone calls after 5pm"
+        assert found[0].record.scope is Scope.SESSION and found[0].score is not None
+
+        recalled = api.recall(RecallInput(turn_id=turn, query="Baixa branch")).recall
+        assert "Banks at the Baixa branch" in recalled.text
+
+        read = api.read_memory(MemoryIdInput(turn_id=turn, id=seeded.replaced_id)).read_memory
+        assert [v.status for v in read.sources] == [MemoryStatus.SUPERSEDED]
+
+        events = api.record_events(
+            RecordEventsInput(
+                turn_id=turn,
+                events=[
+                    ConversationEventInput(
+                        type=ConversationEventType.USER_MESSAGE, text="My dog Rex is ill."
+                    ),
+                    ConversationEventInput(
+                        type=ConversationEventType.AGENT_MESSAGE, text="Sorry to hear about Rex."
+                    ),
+                ],
+            )
+        ).record_events.events
+        assert [e.type_ for e in events] == ["message.user", "message.agent"]
+
+        review = api.begin_memory_review(BeginMemoryReviewInput(turn_id=turn)).begin_memory_review
+        assert review.due and review.review is not None
+        api.record_invocation(
+            RecordInvocationInput(
+                execution_id=review.review.execution.id,
+                purpose=InvocationPurpose.MEMORY,
+                model="scripted",
+                input_tokens=100,
+            )
+        )
+        candidates = [MemoryCandidateInput(summary="Has a dog named Rex", kind="fact")]
+        compared = api.compare_memory_candidates(
+            CompareMemoryCandidatesInput(review_id=review.review.id, candidates=candidates)
+        ).compare_memory_candidates
+        assert compared.candidates[0].restates is not None
+        applied = api.apply_memory_review(
+            ApplyMemoryReviewInput(
+                review_id=review.review.id,
+                decisions=[
+                    MemoryDecisionInput(candidate=candidates[0], action=MemoryDecisionAction.ADD)
+                ],
+            )
+        ).apply_memory_review
+        assert applied.decisions[0].applied is MemoryDecisionAction.SKIP
+
+        committed = api.commit_turn(TurnInput(turn_id=turn)).commit_turn
+        assert committed.status == "committed" and committed.ended_at is not None
+
+        later = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
+        assert any(p.summary == "Has a dog named Rex" for p in later.pinned)
+        history = api.search_history(
+            SearchHistoryInput(turn_id=later.turn.id, query="dog")
+        ).search_history.results
+        assert any("Rex" in h.text for h in history)
+        api.add_memory(AddMemoryInput(turn_id=later.turn.id, summary="A wrong guess"))
+        rolled = api.rollback_turn(TurnInput(turn_id=later.turn.id)).rollback_turn
+        assert rolled.status == "rolled_back" and rolled.memories == []
+
+        with pytest.raises(GraphQLClientGraphQLMultiError) as failed:
+            api.commit_turn(TurnInput(turn_id=later.turn.id))
+        assert failed.value.errors[0].extensions
+
+
+async def test_dashboard_reads_with_the_async_client(
+    server: str, seeded: Seeded, client_token: str
+) -> None:
+    token = client_token
+    async with aio.Client(
+        url=f"{server}/graphql", headers={"authorization": f"Bearer {token}"}
+    ) as api:
+        assert seeded.namespace in (await api.namespaces()).namespaces
+        agents = (await api.agents(seeded.namespace, 10)).agents.edges
+        assert [a.node.name for a in agents] == [seeded.agent_name]
+
+        agent = (await api.agent_memory_records(seeded.agent_id, 50)).agent
+        records = {e.node.id: e.node for e in agent.memory_records.edges}
+        old = records[seeded.replaced_id]
+        assert old.status is aio.MemoryStatus.SUPERSEDED
+        assert old.replaced_by is not None and old.replaced_by.id == seeded.correction_id
+        assert [(v.number, v.status) for v in old.versions] == [
+            (1, aio.MemoryStatus.ACTIVE),
+            (2, aio.MemoryStatus.SUPERSEDED),
+        ]
+        assert old.versions[0].labels == {"customer_id": "C-42"}
+        assert old.versions[0].written_by.turn is not None
+        deleted = records[seeded.deleted_id]
+        assert [v.status for v in deleted.versions][-1] is aio.MemoryStatus.DELETED
+
+        detail = (await api.memory_record_detail(seeded.correction_id)).agent_memory
+        assert detail.replaces is not None and detail.replaces.id == seeded.replaced_id
+        assert detail.versions[0].written_by.session is not None
+        assert detail.versions[0].written_by.session.external_id == "chat-1"
+
+        turns = (await api.session_turns(seeded.session_id, 10)).session.turns.edges
+        first = next(t.node for t in turns if t.node.number == 1)
+        assert first.status == "committed"
+        assert "add_memory" in {e.tool_name for e in first.transcript}
+
+        hits = (await api.search_agent_memory(seeded.agent_id, "phone")).search_agent_memory
+        assert hits is not None
+        assert hits[0].version.summary == "Prefers phone calls after 5pm"
+        assert hits[0].record.status is aio.MemoryStatus.ACTIVE
+
+
+def _readme_examples() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Generated Python client", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_readme_client_examples_run_as_written(
+    server: str, seeded: Seeded, client_token: str
+) -> None:
+    runtime, dashboard = _readme_examples()
+    env = {
+        **os.environ,
+        "URL": f"{server}/graphql",
+        "PYTHONPATH": str(ROOT / "clients" / "python"),
+        "SESSION": str(seeded.session_id),
+        "AGENT": str(seeded.agent_id),
+    }
+
+    def run(example: str, token: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", example],
+            env={**env, "TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    printed = run(runtime, seeded.runtime_token)
+    assert " Prefers email (record " in printed and printed.endswith("committed\n")
+    printed = run(dashboard, client_token)
+    assert "Prefers phone calls after 5pm: v1 ACTIVE\n" in printed
+    assert "Prefers email: v1 ACTIVE, v2 SUPERSEDED\n" in printed

@@ -20,7 +20,7 @@ from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
 from resolvers.permissions import CanManageAgents, CanOpenSessions
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import Scope
+from resolvers.types.base import MutationResult, Scope
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
@@ -77,8 +77,14 @@ class BeginTurnInput:
     idempotency_key: str | None = None
 
 
-@strawberry.input
-class TurnInput:
+@strawberry.input(description="The turn to commit.")
+class CommitTurnInput:
+    turn_id: uuid.UUID
+    idempotency_key: str | None = None
+
+
+@strawberry.input(description="The turn to roll back.")
+class RollbackTurnInput:
     turn_id: uuid.UUID
     idempotency_key: str | None = None
 
@@ -126,8 +132,17 @@ class AddMemoryInput:
     idempotency_key: str | None = None
 
 
-@strawberry.input
-class MemoryIdInput:
+@strawberry.input(description="The record the native read_memory tool reads.")
+class ReadMemoryInput:
+    turn_id: uuid.UUID
+    id: uuid.UUID
+    execution_id: uuid.UUID | None = None
+    invocation_id: uuid.UUID | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.input(description="The record the native delete_memory tool deletes.")
+class DeleteMemoryInput:
     turn_id: uuid.UUID
     id: uuid.UUID
     execution_id: uuid.UUID | None = None
@@ -161,10 +176,56 @@ class BeginTurnPayload:
         return "\n".join([*(p.line for p in self.pinned), *self.notes])
 
 
-@strawberry.type
-class MemoryToolPayload:
+@strawberry.type(description="What the native add_memory tool did.")
+class AddMemoryPayload:
     execution: ExecutionType
     memories: list[MemoryVersionType]
+
+
+@strawberry.type(description="What the native delete_memory tool did.")
+class DeleteMemoryPayload:
+    execution: ExecutionType
+    memories: list[MemoryVersionType]
+
+
+@strawberry.type(description="The agent created.")
+class CreateAgentPayload(MutationResult):
+    agent: AgentType = strawberry.field(description="The new agent.")
+
+
+@strawberry.type(description="The version published.")
+class PublishAgentVersionPayload(MutationResult):
+    agent_version: AgentVersionType = strawberry.field(description="The new version.")
+
+
+@strawberry.type(description="The session created.")
+class CreateSessionPayload(MutationResult):
+    session: SessionType = strawberry.field(description="The new session.")
+
+
+@strawberry.type(description="The turn committed.")
+class CommitTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now committed.")
+
+
+@strawberry.type(description="The turn rolled back.")
+class RollbackTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now rolled back.")
+
+
+@strawberry.type(description="The turn failed.")
+class FailTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now failed.")
+
+
+@strawberry.type(description="The execution started.")
+class StartExecutionPayload(MutationResult):
+    execution: ExecutionType = strawberry.field(description="The new execution, running.")
+
+
+@strawberry.type(description="The model call recorded.")
+class RecordInvocationPayload(MutationResult):
+    invocation: InvocationType = strawberry.field(description="The recorded model call.")
 
 
 @strawberry.type
@@ -207,12 +268,12 @@ async def _memory_tool(
 @strawberry.type
 class Mutation:
     @strawberry.mutation(permission_classes=[CanManageAgents])
-    async def create_agent(self, info: Info, input: CreateAgentInput) -> AgentType:
+    async def create_agent(self, info: Info, input: CreateAgentInput) -> CreateAgentPayload:
         async with info.context.unit() as db:
             agent = await agents.create_agent(
                 db, namespace=input.namespace, name=input.name, sessionless=input.sessionless
             )
-        return AgentType(row=agent)
+        return CreateAgentPayload(agent=AgentType(row=agent))
 
     @strawberry.mutation(
         description="Publish an immutable version; its config is validated.",
@@ -220,20 +281,20 @@ class Mutation:
     )
     async def publish_agent_version(
         self, info: Info, input: PublishAgentVersionInput
-    ) -> AgentVersionType:
+    ) -> PublishAgentVersionPayload:
         async with info.context.unit() as db:
             version = await agents.publish_version(
                 db, agent_id=input.agent_id, config=input.config, label=input.label
             )
-        return AgentVersionType(row=version)
+        return PublishAgentVersionPayload(agent_version=AgentVersionType(row=version))
 
     @strawberry.mutation(permission_classes=[CanOpenSessions])
-    async def create_session(self, info: Info, input: CreateSessionInput) -> SessionType:
+    async def create_session(self, info: Info, input: CreateSessionInput) -> CreateSessionPayload:
         async with info.context.unit() as db:
             session = await agents.create_session(
                 db, agent_id=input.agent_id, external_id=input.external_id
             )
-        return SessionType(row=session)
+        return CreateSessionPayload(session=SessionType(row=session))
 
     @strawberry.mutation(description="Open a turn; returns the pinned lines (R30).")
     async def begin_turn(self, info: Info, input: BeginTurnInput) -> BeginTurnPayload:
@@ -285,13 +346,14 @@ class Mutation:
         )
 
     @strawberry.mutation(description="Publish the turn's memory (R12).")
-    async def commit_turn(self, info: Info, input: TurnInput) -> TurnType:
-        return await _close(
+    async def commit_turn(self, info: Info, input: CommitTurnInput) -> CommitTurnPayload:
+        turn = await _close(
             info,
             "commitTurn",
             input,
             lambda db: commit.commit_turn(db, info.context.embedder, turn_id=input.turn_id),
         )
+        return CommitTurnPayload(turn=turn)
 
     @strawberry.mutation(
         description="Discard the turn's memory (R12): its new records and versions are "
@@ -299,10 +361,11 @@ class Mutation:
         "the memory text in them is shown to the agent itself only, to every other reader "
         'as {"redacted": "discarded: the turn rolled back"}.'
     )
-    async def rollback_turn(self, info: Info, input: TurnInput) -> TurnType:
-        return await _close(
+    async def rollback_turn(self, info: Info, input: RollbackTurnInput) -> RollbackTurnPayload:
+        turn = await _close(
             info, "rollbackTurn", input, lambda db: turns.rollback_turn(db, turn_id=input.turn_id)
         )
+        return RollbackTurnPayload(turn=turn)
 
     @strawberry.mutation(
         description="Mark the attempt failed; it may be retried. Its memory is discarded "
@@ -310,16 +373,19 @@ class Mutation:
         'the agent itself only, to every other reader as {"redacted": "discarded: the turn '
         'failed"}.'
     )
-    async def fail_turn(self, info: Info, input: FailTurnInput) -> TurnType:
-        return await _close(
+    async def fail_turn(self, info: Info, input: FailTurnInput) -> FailTurnPayload:
+        turn = await _close(
             info,
             "failTurn",
             input,
             lambda db: turns.fail_turn(db, turn_id=input.turn_id, error=input.error),
         )
+        return FailTurnPayload(turn=turn)
 
     @strawberry.mutation(description="Record a helper (subagent) or a program run (R23).")
-    async def start_execution(self, info: Info, input: StartExecutionInput) -> ExecutionType:
+    async def start_execution(
+        self, info: Info, input: StartExecutionInput
+    ) -> StartExecutionPayload:
         async with info.context.unit() as db:
             execution = await turns.start_helper(
                 db,
@@ -328,10 +394,12 @@ class Mutation:
                 name=input.name,
                 parent_execution_id=input.parent_execution_id,
             )
-        return ExecutionType(row=execution)
+        return StartExecutionPayload(execution=ExecutionType(row=execution))
 
     @strawberry.mutation(description="Record one model call inside an execution.")
-    async def record_invocation(self, info: Info, input: RecordInvocationInput) -> InvocationType:
+    async def record_invocation(
+        self, info: Info, input: RecordInvocationInput
+    ) -> RecordInvocationPayload:
         async with info.context.unit() as db:
             invocation = await turns.record_invocation(
                 db,
@@ -341,10 +409,10 @@ class Mutation:
                 input_tokens=input.input_tokens,
                 output_tokens=input.output_tokens,
             )
-        return InvocationType(row=invocation)
+        return RecordInvocationPayload(invocation=InvocationType(row=invocation))
 
     @strawberry.mutation(description="The native add_memory tool (R20–R22, R24, R31).")
-    async def add_memory(self, info: Info, input: AddMemoryInput) -> MemoryToolPayload:
+    async def add_memory(self, info: Info, input: AddMemoryInput) -> AddMemoryPayload:
         labels = labels_of(input)
 
         execution, versions = await _memory_tool(
@@ -364,10 +432,10 @@ class Mutation:
                 replaces=input.replaces,
             ),
         )
-        return MemoryToolPayload(execution=execution, memories=versions)
+        return AddMemoryPayload(execution=execution, memories=versions)
 
     @strawberry.mutation(description="The native read_memory tool: any status (R14).")
-    async def read_memory(self, info: Info, input: MemoryIdInput) -> ReadMemoryPayload:
+    async def read_memory(self, info: Info, input: ReadMemoryInput) -> ReadMemoryPayload:
         execution, versions = await _memory_tool(
             info,
             "readMemory",
@@ -377,20 +445,20 @@ class Mutation:
         return ReadMemoryPayload(execution=execution, sources=versions)
 
     @strawberry.mutation(description="The native delete_memory tool (R21, R22).")
-    async def delete_memory(self, info: Info, input: MemoryIdInput) -> MemoryToolPayload:
+    async def delete_memory(self, info: Info, input: DeleteMemoryInput) -> DeleteMemoryPayload:
         execution, versions = await _memory_tool(
             info,
             "deleteMemory",
             input,
             lambda db: memory.delete_memory(db, ref=call_ref(input), record_id=input.id),
         )
-        return MemoryToolPayload(execution=execution, memories=versions)
+        return DeleteMemoryPayload(execution=execution, memories=versions)
 
 
 async def _close(
     info: Info,
     operation: str,
-    input: TurnInput | FailTurnInput,
+    input: CommitTurnInput | RollbackTurnInput | FailTurnInput,
     call: Callable[[AsyncSession], Awaitable[models.Turn]],
 ) -> TurnType:
     db = info.context.db

@@ -79,6 +79,12 @@ class MemoryStatus(Enum):
     DELETED = "DELETED"
 
 
+class MutationResult:
+    """The payload of a mutation that answers the row it wrote (createAgent, commitTurn,
+    ...): the access gate lets its fields through as it let the bare row through before
+    the payload wrapped it; the row's own fields are checked as everywhere."""
+
+
 @strawberry.type
 class PageInfo:
     has_next_page: bool

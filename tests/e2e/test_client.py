@@ -15,6 +15,7 @@ from agent_memory_client import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     ConversationEventInput,
     ConversationEventType,
@@ -23,15 +24,15 @@ from agent_memory_client import (
     MemoryCandidateInput,
     MemoryDecisionAction,
     MemoryDecisionInput,
-    MemoryIdInput,
     MemoryStatus,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     Scope,
     SearchHistoryInput,
     SearchMemoryInput,
-    TurnInput,
 )
 from sqlalchemy.engine import URL
 
@@ -75,7 +76,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         recalled = api.recall(RecallInput(turn_id=turn, query="Baixa branch")).recall
         assert "Banks at the Baixa branch" in recalled.text
 
-        read = api.read_memory(MemoryIdInput(turn_id=turn, id=seeded.replaced_id)).read_memory
+        read = api.read_memory(ReadMemoryInput(turn_id=turn, id=seeded.replaced_id)).read_memory
         assert [v.status for v in read.sources] == [MemoryStatus.SUPERSEDED]
 
         events = api.record_events(
@@ -118,7 +119,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         ).apply_memory_review
         assert applied.decisions[0].applied is MemoryDecisionAction.SKIP
 
-        committed = api.commit_turn(TurnInput(turn_id=turn)).commit_turn
+        committed = api.commit_turn(CommitTurnInput(turn_id=turn)).commit_turn.turn
         assert committed.status == "committed" and committed.ended_at is not None
 
         later = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
@@ -128,11 +129,11 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         ).search_history.results
         assert any("Rex" in h.text for h in history)
         api.add_memory(AddMemoryInput(turn_id=later.turn.id, summary="A wrong guess"))
-        rolled = api.rollback_turn(TurnInput(turn_id=later.turn.id)).rollback_turn
+        rolled = api.rollback_turn(RollbackTurnInput(turn_id=later.turn.id)).rollback_turn.turn
         assert rolled.status == "rolled_back" and rolled.memories == []
 
         with pytest.raises(GraphQLClientGraphQLMultiError) as failed:
-            api.commit_turn(TurnInput(turn_id=later.turn.id))
+            api.commit_turn(CommitTurnInput(turn_id=later.turn.id))
         assert failed.value.errors[0].extensions
 
 

@@ -59,7 +59,7 @@ from .begin_turn import (
     BeginTurnBeginTurnTurn,
 )
 from .client import Client
-from .commit_turn import CommitTurn, CommitTurnCommitTurn
+from .commit_turn import CommitTurn, CommitTurnCommitTurn, CommitTurnCommitTurnTurn
 from .compare_memory_candidates import (
     CompareMemoryCandidates,
     CompareMemoryCandidatesCompareMemoryCandidates,
@@ -69,8 +69,16 @@ from .compare_memory_candidates import (
     CompareMemoryCandidatesCompareMemoryCandidatesCandidatesSimilar,
     CompareMemoryCandidatesCompareMemoryCandidatesCandidatesSimilarVersion,
 )
-from .create_agent import CreateAgent, CreateAgentCreateAgent
-from .create_session import CreateSession, CreateSessionCreateSession
+from .create_agent import (
+    CreateAgent,
+    CreateAgentCreateAgent,
+    CreateAgentCreateAgentAgent,
+)
+from .create_session import (
+    CreateSession,
+    CreateSessionCreateSession,
+    CreateSessionCreateSessionSession,
+)
 from .delete_memory import (
     DeleteMemory,
     DeleteMemoryDeleteMemory,
@@ -107,25 +115,28 @@ from .input_types import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     ConversationEventInput,
     CreateAgentInput,
     CreateSessionInput,
+    DeleteAgentMemoryInput,
+    DeleteMemoryInput,
     FailTurnInput,
     LabelFilter,
     MemoryCandidateInput,
     MemoryDecisionInput,
-    MemoryIdInput,
     MemoryRecordFilter,
     PublishAgentVersionInput,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
     StartExecutionInput,
     ToolCallInput,
-    TurnInput,
 )
 from .memory_record_detail import (
     MemoryRecordDetail,
@@ -144,6 +155,7 @@ from .namespaces import Namespaces
 from .publish_agent_version import (
     PublishAgentVersion,
     PublishAgentVersionPublishAgentVersion,
+    PublishAgentVersionPublishAgentVersionAgentVersion,
 )
 from .read_memory import (
     ReadMemory,
@@ -163,11 +175,16 @@ from .record_events import (
     RecordEventsRecordEvents,
     RecordEventsRecordEventsEvents,
 )
-from .record_invocation import RecordInvocation, RecordInvocationRecordInvocation
+from .record_invocation import (
+    RecordInvocation,
+    RecordInvocationRecordInvocation,
+    RecordInvocationRecordInvocationInvocation,
+)
 from .rollback_turn import (
     RollbackTurn,
     RollbackTurnRollbackTurn,
-    RollbackTurnRollbackTurnMemories,
+    RollbackTurnRollbackTurnTurn,
+    RollbackTurnRollbackTurnTurnMemories,
 )
 from .search_agent_memory import SearchAgentMemory, SearchAgentMemorySearchAgentMemory
 from .search_history import (
@@ -246,6 +263,8 @@ __all__ = [
     "Client",
     "CommitTurn",
     "CommitTurnCommitTurn",
+    "CommitTurnCommitTurnTurn",
+    "CommitTurnInput",
     "CompareMemoryCandidates",
     "CompareMemoryCandidatesCompareMemoryCandidates",
     "CompareMemoryCandidatesCompareMemoryCandidatesCandidates",
@@ -258,14 +277,18 @@ __all__ = [
     "ConversationEventType",
     "CreateAgent",
     "CreateAgentCreateAgent",
+    "CreateAgentCreateAgentAgent",
     "CreateAgentInput",
     "CreateSession",
     "CreateSessionCreateSession",
+    "CreateSessionCreateSessionSession",
     "CreateSessionInput",
+    "DeleteAgentMemoryInput",
     "DeleteMemory",
     "DeleteMemoryDeleteMemory",
     "DeleteMemoryDeleteMemoryExecution",
     "DeleteMemoryDeleteMemoryMemories",
+    "DeleteMemoryInput",
     "FailTurnInput",
     "GraphQLClientError",
     "GraphQLClientGraphQLError",
@@ -279,7 +302,6 @@ __all__ = [
     "MemoryCandidateInput",
     "MemoryDecisionAction",
     "MemoryDecisionInput",
-    "MemoryIdInput",
     "MemoryRecordDetail",
     "MemoryRecordDetailAgentMemory",
     "MemoryRecordDetailAgentMemoryReplacedBy",
@@ -300,7 +322,9 @@ __all__ = [
     "PublishAgentVersion",
     "PublishAgentVersionInput",
     "PublishAgentVersionPublishAgentVersion",
+    "PublishAgentVersionPublishAgentVersionAgentVersion",
     "ReadMemory",
+    "ReadMemoryInput",
     "ReadMemoryReadMemory",
     "ReadMemoryReadMemoryExecution",
     "ReadMemoryReadMemorySources",
@@ -317,9 +341,12 @@ __all__ = [
     "RecordInvocation",
     "RecordInvocationInput",
     "RecordInvocationRecordInvocation",
+    "RecordInvocationRecordInvocationInvocation",
     "RollbackTurn",
+    "RollbackTurnInput",
     "RollbackTurnRollbackTurn",
-    "RollbackTurnRollbackTurnMemories",
+    "RollbackTurnRollbackTurnTurn",
+    "RollbackTurnRollbackTurnTurnMemories",
     "Scope",
     "SearchAgentMemory",
     "SearchAgentMemorySearchAgentMemory",
@@ -346,5 +373,4 @@ __all__ = [
     "StartExecutionInput",
     "ToolCallInput",
     "TurnFields",
-    "TurnInput",
 ]

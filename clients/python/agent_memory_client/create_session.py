@@ -12,9 +12,14 @@ class CreateSession(BaseModel):
 
 
 class CreateSessionCreateSession(BaseModel):
+    session: "CreateSessionCreateSessionSession"
+
+
+class CreateSessionCreateSessionSession(BaseModel):
     id: UUID
     external_id: Optional[str] = Field(alias="externalId")
     created_at: datetime = Field(alias="createdAt")
 
 
 CreateSession.model_rebuild()
+CreateSessionCreateSession.model_rebuild()

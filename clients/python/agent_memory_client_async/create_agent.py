@@ -11,6 +11,10 @@ class CreateAgent(BaseModel):
 
 
 class CreateAgentCreateAgent(BaseModel):
+    agent: "CreateAgentCreateAgentAgent"
+
+
+class CreateAgentCreateAgentAgent(BaseModel):
     id: UUID
     namespace: str
     name: str
@@ -19,3 +23,4 @@ class CreateAgentCreateAgent(BaseModel):
 
 
 CreateAgent.model_rebuild()
+CreateAgentCreateAgent.model_rebuild()

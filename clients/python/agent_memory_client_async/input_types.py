@@ -64,6 +64,13 @@ class BeginTurnInput(BaseModel):
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
 
 
+class CommitTurnInput(BaseModel):
+    """The turn to commit."""
+
+    turn_id: UUID = Field(alias="turnId")
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+
+
 class CompareMemoryCandidatesInput(BaseModel):
     """Find the memories most like each candidate."""
 
@@ -105,6 +112,23 @@ class CreateSessionInput(BaseModel):
     external_id: Optional[str] = Field(alias="externalId", default=None)
 
 
+class DeleteAgentMemoryInput(BaseModel):
+    """The memory record to delete."""
+
+    id: UUID
+    "The record's id."
+
+
+class DeleteMemoryInput(BaseModel):
+    """The record the native delete_memory tool deletes."""
+
+    turn_id: UUID = Field(alias="turnId")
+    id: UUID
+    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+
+
 class FailTurnInput(BaseModel):
     turn_id: UUID = Field(alias="turnId")
     error: Optional[str] = None
@@ -142,14 +166,6 @@ class MemoryDecisionInput(BaseModel):
     "The memory a REPLACE or DELETE names; none otherwise."
 
 
-class MemoryIdInput(BaseModel):
-    turn_id: UUID = Field(alias="turnId")
-    id: UUID
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
-    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-
-
 class MemoryRecordFilter(BaseModel):
     status: Optional[MemoryStatus] = None
     kind: Optional[str] = None
@@ -164,6 +180,16 @@ class PublishAgentVersionInput(BaseModel):
     config: Any
     'The version\'s configuration: {"harness": ...}.'
     label: Optional[str] = None
+
+
+class ReadMemoryInput(BaseModel):
+    """The record the native read_memory tool reads."""
+
+    turn_id: UUID = Field(alias="turnId")
+    id: UUID
+    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
 
 
 class RecallInput(BaseModel):
@@ -190,6 +216,13 @@ class RecordInvocationInput(BaseModel):
     model: str
     input_tokens: int = Field(alias="inputTokens", default=0)
     output_tokens: int = Field(alias="outputTokens", default=0)
+
+
+class RollbackTurnInput(BaseModel):
+    """The turn to roll back."""
+
+    turn_id: UUID = Field(alias="turnId")
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
 
 
 class SearchHistoryInput(BaseModel):
@@ -240,11 +273,6 @@ class ToolCallInput(BaseModel):
     "The call's id, unique in the turn."
     name: str
     arguments: Optional[Any] = None
-
-
-class TurnInput(BaseModel):
-    turn_id: UUID = Field(alias="turnId")
-    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
 
 
 ApplyMemoryReviewInput.model_rebuild()

@@ -13,6 +13,12 @@ class PublishAgentVersion(BaseModel):
 
 
 class PublishAgentVersionPublishAgentVersion(BaseModel):
+    agent_version: "PublishAgentVersionPublishAgentVersionAgentVersion" = Field(
+        alias="agentVersion"
+    )
+
+
+class PublishAgentVersionPublishAgentVersionAgentVersion(BaseModel):
     id: UUID
     number: int
     label: Optional[str]
@@ -21,3 +27,4 @@ class PublishAgentVersionPublishAgentVersion(BaseModel):
 
 
 PublishAgentVersion.model_rebuild()
+PublishAgentVersionPublishAgentVersion.model_rebuild()

@@ -12,6 +12,10 @@ class RecordInvocation(BaseModel):
 
 
 class RecordInvocationRecordInvocation(BaseModel):
+    invocation: "RecordInvocationRecordInvocationInvocation"
+
+
+class RecordInvocationRecordInvocationInvocation(BaseModel):
     id: UUID
     purpose: str
     model: str
@@ -21,3 +25,4 @@ class RecordInvocationRecordInvocation(BaseModel):
 
 
 RecordInvocation.model_rebuild()
+RecordInvocationRecordInvocation.model_rebuild()

@@ -10,13 +10,18 @@ class RollbackTurn(BaseModel):
     rollback_turn: "RollbackTurnRollbackTurn" = Field(alias="rollbackTurn")
 
 
-class RollbackTurnRollbackTurn(TurnFields):
-    memories: list["RollbackTurnRollbackTurnMemories"]
+class RollbackTurnRollbackTurn(BaseModel):
+    turn: "RollbackTurnRollbackTurnTurn"
 
 
-class RollbackTurnRollbackTurnMemories(BaseModel):
+class RollbackTurnRollbackTurnTurn(TurnFields):
+    memories: list["RollbackTurnRollbackTurnTurnMemories"]
+
+
+class RollbackTurnRollbackTurnTurnMemories(BaseModel):
     id: UUID
 
 
 RollbackTurn.model_rebuild()
 RollbackTurnRollbackTurn.model_rebuild()
+RollbackTurnRollbackTurnTurn.model_rebuild()

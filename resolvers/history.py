@@ -116,7 +116,7 @@ def _tool_calls(value: list[ToolCallInput] | None) -> list[ToolCall] | None:
 @strawberry.type
 class HistoryQuery:
     @strawberry.field(description="A kept history event by id.")
-    async def history_event(self, info: Info, id: uuid.UUID) -> HistoryEventType:
+    async def history_event(self, info: Info, id: uuid.UUID) -> HistoryEventType | None:
         row = await info.context.db.get(models.HistoryEvent, id)
         if row is None:
             raise NotFoundError(f"no history event with id {id}")

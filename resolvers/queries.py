@@ -1,4 +1,7 @@
-"""Dashboard queries: thin lookups by id or name."""
+"""Dashboard queries: thin lookups by id or name.
+
+A lookup that can fail is nullable: a NOT_FOUND or FORBIDDEN nulls that one field (its
+error, with its code, is in ``errors``), not the whole answer."""
 
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ class Query:
         id: uuid.UUID | None = None,
         namespace: str | None = None,
         name: str | None = None,
-    ) -> AgentType:
+    ) -> AgentType | None:
         """An agent by id, or by namespace and name. A name the caller may not read is
         answered as a name that does not exist: names are guessable, ids are not."""
         if id is not None:
@@ -67,25 +70,25 @@ class Query:
         )
 
     @strawberry.field
-    async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType:
+    async def agent_version(self, info: Info, id: uuid.UUID) -> AgentVersionType | None:
         return AgentVersionType(
             row=await _load(info.context.loaders.agent_version, id, "agent version")
         )
 
     @strawberry.field
-    async def session(self, info: Info, id: uuid.UUID) -> SessionType:
+    async def session(self, info: Info, id: uuid.UUID) -> SessionType | None:
         return SessionType(row=await _load(info.context.loaders.session, id, "session"))
 
     @strawberry.field
-    async def turn(self, info: Info, id: uuid.UUID) -> TurnType:
+    async def turn(self, info: Info, id: uuid.UUID) -> TurnType | None:
         return TurnType(row=await _load(info.context.loaders.turn, id, "turn"))
 
     @strawberry.field
-    async def execution(self, info: Info, id: uuid.UUID) -> ExecutionType:
+    async def execution(self, info: Info, id: uuid.UUID) -> ExecutionType | None:
         return ExecutionType(row=await _load(info.context.loaders.execution, id, "execution"))
 
     @strawberry.field(description="A memory record in any status, with its history (R25).")
-    async def agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType:
+    async def agent_memory(self, info: Info, id: uuid.UUID) -> MemoryRecordType | None:
         row = await _load(info.context.loaders.record, id, "memory record")
         if not row.committed:
             raise NotFoundError(f"no memory record with id {id}")

@@ -15,7 +15,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types.base import Scope
+from resolvers.types.base import Node, Scope, column
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -112,12 +112,10 @@ class ApplyMemoryReviewInput:
 
 
 @strawberry.type(name="MemoryReview", description="A turn-end review of the conversation.")
-class MemoryReviewType:
+class MemoryReviewType(Node):
     row: strawberry.Private[models.MemoryReview]
 
-    @strawberry.field(description="The review's id.")
-    def id(self) -> uuid.UUID:
-        return self.row.id
+    id: strawberry.ID = column("id", convert=str, description="The review's id.")
 
     @strawberry.field(description="Open, or applied.")
     def status(self) -> MemoryReviewStatus:

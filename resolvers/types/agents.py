@@ -11,7 +11,7 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
-from resolvers.types.base import Connection, MemoryStatus, Scope, column, later
+from resolvers.types.base import Connection, MemoryStatus, Node, Scope, column, later, node_id
 from server import models
 from server.domain.config import memory_config_to_json
 from server.services import history_reads, reads
@@ -31,10 +31,10 @@ _history_event = later(_HISTORY, "HistoryEventType")
 
 
 @strawberry.type(name="Agent")
-class AgentType:
+class AgentType(Node):
     row: strawberry.Private[models.Agent]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     namespace: str = column()
     name: str = column()
     sessionless: bool = column(description="True for an agent that runs without sessions.")
@@ -110,10 +110,10 @@ class MemoryRecordFilter:
 
 
 @strawberry.type(name="AgentVersion")
-class AgentVersionType:
+class AgentVersionType(Node):
     row: strawberry.Private[models.AgentVersion]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     number: int = column()
     label: str | None = column()
 
@@ -137,10 +137,10 @@ class AgentVersionType:
 
 
 @strawberry.type(name="Session")
-class SessionType:
+class SessionType(Node):
     row: strawberry.Private[models.Session]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     external_id: str | None = column()
     created_at: datetime = column()
 

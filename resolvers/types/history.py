@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types.base import column, related
+from resolvers.types.base import Node, column, node_id, related
 from resolvers.types.turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
@@ -50,10 +50,10 @@ class ToolCallType:
 
 
 @strawberry.type(name="HistoryPart", description="A searchable piece of a kept event.")
-class HistoryPartType:
+class HistoryPartType(Node):
     row: strawberry.Private[models.HistoryPart]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     part: int = column(description="1-based position in the event.")
     parts: int = column()
     text: str = column()
@@ -61,11 +61,11 @@ class HistoryPartType:
 
 
 @strawberry.type(name="HistoryEvent", description="An event a committed turn kept (R60).")
-class HistoryEventType:
+class HistoryEventType(Node):
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     turn_number: int = column()
     role: HistoryRole = column(convert=HistoryRole)
     tool_name: str | None = column()

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import MemoryStatus, Scope, column, related
+from resolvers.types.base import (
+    AFTER,
+    FIRST,
+    Connection,
+    MemoryStatus,
+    Node,
+    Scope,
+    column,
+    node_id,
+    related,
+)
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
+from server.services import reads
 
 
 @strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
@@ -80,10 +92,10 @@ class ProvenanceType:
 
 
 @strawberry.type(name="MemoryVersion")
-class MemoryVersionType:
+class MemoryVersionType(Node):
     row: strawberry.Private[models.MemoryVersion]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     record_id: uuid.UUID = column()
     number: int = column()
     status: MemoryStatus = column(convert=MemoryStatus)
@@ -101,7 +113,7 @@ class MemoryVersionType:
 
 
 @strawberry.type(name="MemoryRecord")
-class MemoryRecordType:
+class MemoryRecordType(Node):
     """A record as an API reader sees it: a change an open turn staged is not yet shown."""
 
     row: strawberry.Private[models.MemoryRecord]
@@ -110,7 +122,7 @@ class MemoryRecordType:
     def _staged(self) -> bool:
         return self.row.pending_turn_id is not None
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     scope: Scope = column(convert=Scope)
 
     @strawberry.field
@@ -143,6 +155,25 @@ class MemoryRecordType:
         if self._staged:
             rows = [r for r in rows if r.turn_id != self.row.pending_turn_id]
         return [MemoryVersionType(row=r) for r in rows]
+
+    @strawberry.field(
+        description="Every version, oldest first, a page at a time; each as in versions."
+    )
+    async def versions_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[MemoryVersionType]:
+        return await Connection.read(
+            info,
+            reads.list_versions,
+            lambda r: MemoryVersionType(row=r),
+            record_id=self.row.id,
+            staged_by=self.row.pending_turn_id,
+            first=first,
+            after=after,
+        )
 
     @strawberry.field(description="Who created the record (its first version's provenance).")
     async def written_by(self, info: Info) -> ProvenanceType:

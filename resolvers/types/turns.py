@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,7 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import column, later, related
+from resolvers.types.base import AFTER, FIRST, Connection, Node, column, later, node_id, related
 from server import models
 from server.services import reads
 
@@ -32,10 +31,10 @@ _MEMORY_TOOL_IO = (
 
 
 @strawberry.type(name="Turn")
-class TurnType:
+class TurnType(Node):
     row: strawberry.Private[models.Turn]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     number: int = column(description="Position in the session; a retry keeps it.")
     attempt: int = column()
     status: str = column(description="open, committed, rolled_back or failed.")
@@ -57,6 +56,22 @@ class TurnType:
         rows = await info.context.loaders.executions_of_turn.load(self.row.id)
         return [ExecutionType(row=r) for r in rows]
 
+    @strawberry.field(description="The turn's executions, oldest first, a page at a time.")
+    async def executions_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[ExecutionType]:
+        return await Connection.read(
+            info,
+            reads.list_executions,
+            lambda r: ExecutionType(row=r),
+            turn_id=self.row.id,
+            first=first,
+            after=after,
+        )
+
     @strawberry.field(
         description="The turn's transcript events, in order; kept whatever the turn's end. "
         "See TranscriptEvent.payload for what of memory a reader sees."
@@ -64,6 +79,25 @@ class TurnType:
     async def transcript(self, info: Info) -> list[TranscriptEventType]:
         rows = await info.context.loaders.events_of_turn.load(self.row.id)
         return [TranscriptEventType(row=r) for r in rows]
+
+    @strawberry.field(
+        description="The turn's transcript events in order, a page at a time; each reads as "
+        "in transcript."
+    )
+    async def transcript_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[TranscriptEventType]:
+        return await Connection.read(
+            info,
+            reads.list_transcript,
+            lambda r: TranscriptEventType(row=r),
+            turn_id=self.row.id,
+            first=first,
+            after=after,
+        )
 
     @strawberry.field(
         description="What the turn wrote: live and preview records it created or changed; "
@@ -79,10 +113,10 @@ class TurnType:
 
 
 @strawberry.type(name="Execution")
-class ExecutionType:
+class ExecutionType(Node):
     row: strawberry.Private[models.Execution]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     kind: str = column(description="turn, tool, helper or program.")
     name: str = column(description="The tool's name for a tool execution.")
     status: str = column(description="running, succeeded or failed.")
@@ -120,10 +154,10 @@ class ExecutionType:
 
 
 @strawberry.type(name="Invocation")
-class InvocationType:
+class InvocationType(Node):
     row: strawberry.Private[models.Invocation]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     purpose: str = column(description="turn, memory or embed.")
     model: str = column()
     input_tokens: int = column()
@@ -134,10 +168,10 @@ class InvocationType:
 
 
 @strawberry.type(name="TranscriptEvent")
-class TranscriptEventType:
+class TranscriptEventType(Node):
     row: strawberry.Private[models.TranscriptEvent]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     sequence: int = column()
 
     type: str = column(

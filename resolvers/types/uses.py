@@ -5,14 +5,13 @@ history uses are the session's (resolvers/grants.py)."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from enum import Enum
 
 import strawberry
 
 from resolvers.context import Info
-from resolvers.types.base import column, related
+from resolvers.types.base import Node, column, node_id, related
 from resolvers.types.history import HistoryEventType, HistoryPartType
 from resolvers.types.memory import MemoryVersionType
 from server import models
@@ -28,10 +27,10 @@ class OutputUseKind(Enum):
     description="A record version or a kept history part an execution's output put "
     "before the model (R43, R63).",
 )
-class OutputUseType:
+class OutputUseType(Node):
     row: strawberry.Private[models.OutputUse]
 
-    id: uuid.UUID = column()
+    id: strawberry.ID = node_id()
     kind: OutputUseKind = column(convert=OutputUseKind)
     rank: int = column(
         description="The result's position in the output, from 1; the parts of a history "

@@ -18,7 +18,7 @@ from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.errors import BadInputError
 from server.models import HistoryEvent, HistoryPart, TranscriptEvent
-from server.services.reads import Page, check_first
+from server.services.reads import Page, check_first, counter
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,7 @@ async def list_session_history(
     stmt: Select[Any] = select(HistoryEvent).where(HistoryEvent.session_id == session_id)  # type: ignore[arg-type]
     if turn_number is not None:
         stmt = stmt.where(HistoryEvent.turn_number == turn_number)  # type: ignore[arg-type]
+    listed = stmt
     if after:
         turn, seq, ident = cursor.decode("history", after, arity=3)
         try:
@@ -126,6 +127,8 @@ async def list_session_history(
             (cursor.encode("history", r.turn_number, r.sequence, r.id), r) for r in rows[:first]
         ],
         has_next=len(rows) > first,
+        has_previous=bool(after),
+        total=counter(db, listed),
     )
 
 

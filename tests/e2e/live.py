@@ -122,9 +122,9 @@ def seed(server: str, database_url: URL) -> Seeded:
         api.commit_turn(CommitTurnInput(turn_id=turn.id))
     return Seeded(
         namespace=namespace,
-        agent_id=agent.id,
+        agent_id=uuid.UUID(agent.id),  # a global id is the UUID as text
         agent_name=agent.name,
-        session_id=session.id,
+        session_id=uuid.UUID(session.id),
         runtime_token=runtime,
         replaced_id=old,
         correction_id=new,

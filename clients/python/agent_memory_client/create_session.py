@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -16,7 +15,7 @@ class CreateSessionCreateSession(BaseModel):
 
 
 class CreateSessionCreateSessionSession(BaseModel):
-    id: UUID
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
     created_at: datetime = Field(alias="createdAt")
 

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -10,11 +9,11 @@ from .fragments import MemoryVersionFields
 
 
 class MemoryRecordDetail(BaseModel):
-    agent_memory: "MemoryRecordDetailAgentMemory" = Field(alias="agentMemory")
+    agent_memory: Optional["MemoryRecordDetailAgentMemory"] = Field(alias="agentMemory")
 
 
 class MemoryRecordDetailAgentMemory(BaseModel):
-    id: UUID
+    id: str
     scope: Scope
     status: MemoryStatus
     preview: bool
@@ -28,11 +27,11 @@ class MemoryRecordDetailAgentMemory(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryReplaces(BaseModel):
-    id: UUID
+    id: str
 
 
 class MemoryRecordDetailAgentMemoryReplacedBy(BaseModel):
-    id: UUID
+    id: str
 
 
 class MemoryRecordDetailAgentMemoryVersions(MemoryVersionFields):
@@ -52,7 +51,7 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenBy(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByExecution(BaseModel):
-    id: UUID
+    id: str
     kind: str
     name: str
     status: str
@@ -64,14 +63,14 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByTurn(BaseModel):
-    id: UUID
+    id: str
     number: int
     attempt: int
     status: str
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenBySession(BaseModel):
-    id: UUID
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
 
 

@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -16,7 +14,7 @@ class RecordInvocationRecordInvocation(BaseModel):
 
 
 class RecordInvocationRecordInvocationInvocation(BaseModel):
-    id: UUID
+    id: str
     purpose: str
     model: str
     input_tokens: int = Field(alias="inputTokens")

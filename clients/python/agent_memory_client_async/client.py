@@ -205,8 +205,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -329,8 +332,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -375,8 +381,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }

@@ -1,5 +1,4 @@
 from datetime import datetime
-from uuid import UUID
 
 from pydantic import Field
 
@@ -15,7 +14,7 @@ class CreateAgentCreateAgent(BaseModel):
 
 
 class CreateAgentCreateAgentAgent(BaseModel):
-    id: UUID
+    id: str
     namespace: str
     name: str
     sessionless: bool

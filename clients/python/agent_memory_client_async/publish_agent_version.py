@@ -1,5 +1,4 @@
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -19,7 +18,7 @@ class PublishAgentVersionPublishAgentVersion(BaseModel):
 
 
 class PublishAgentVersionPublishAgentVersionAgentVersion(BaseModel):
-    id: UUID
+    id: str
     number: int
     label: Optional[str]
     config: Any

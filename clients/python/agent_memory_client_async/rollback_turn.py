@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -19,7 +17,7 @@ class RollbackTurnRollbackTurnTurn(TurnFields):
 
 
 class RollbackTurnRollbackTurnTurnMemories(BaseModel):
-    id: UUID
+    id: str
 
 
 RollbackTurn.model_rebuild()

@@ -283,6 +283,28 @@ async def test_clients_create_agents_only_with_insert_on_the_namespace(
     assert codes(await run_as(api, token, create, ns=world.ns)) == ["FORBIDDEN"]
 
 
+async def test_a_payload_shows_what_its_mutation_wrote_as_the_bare_row_did(
+    api: Api, world: World
+) -> None:
+    """createAgent's payload is checked by the mutation's own permission: INSERT on the
+    namespace shows the new agent without SELECT, as the bare agent was shown before the
+    payload wrapped it; reading it again needs SELECT."""
+    ns = f"ins{uuid.uuid4().hex[:8]}"
+    token = await bearer(api, kind="client", grants=(("INSERT", f"{ns}.Agent"),))
+    created = await run_as(
+        api,
+        token,
+        'mutation($ns: String!) { createAgent(input: {namespace: $ns, name: "x"})'
+        " { agent { id namespace } } }",
+        ns=ns,
+    )
+    assert created.errors is None, created.errors
+    agent = created.data["createAgent"]["agent"]
+    assert agent["namespace"] == ns
+    again = await run_as(api, token, "query($a: UUID!) { agent(id: $a) { id } }", a=agent["id"])
+    assert again.data == {"agent": None} and codes(again) == ["FORBIDDEN"]
+
+
 async def test_session_reads_without_memory_grant_redact_the_memory_tools(
     api: Api, world: World
 ) -> None:

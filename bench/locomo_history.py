@@ -174,14 +174,14 @@ async def server(name: str) -> AsyncIterator[Server]:
 
 
 CREATE_AGENT = """mutation($ns: String!) {
-  createAgent(input: {namespace: $ns, name: "locomo"}) { id } }"""
+  createAgent(input: {namespace: $ns, name: "locomo"}) { agent { id } } }"""
 PUBLISH = """mutation($agent: UUID!, $config: JSON!) {
-  publishAgentVersion(input: {agentId: $agent, config: $config}) { id } }"""
-SESSION = "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { id } }"
+  publishAgentVersion(input: {agentId: $agent, config: $config}) { agentVersion { id } } }"""
+SESSION = "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"
 BEGIN = "mutation($s: UUID!) { beginTurn(input: {sessionId: $s}) { turn { id number } } }"
 RECORD = """mutation($t: UUID!, $events: [ConversationEventInput!]!) {
   recordEvents(input: {turnId: $t, events: $events}) { events { sequence } } }"""
-COMMIT = "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { id } }"
+COMMIT = "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { turn { id } } }"
 SEARCH = """mutation($t: UUID!, $q: String!, $limit: Int!) {
   searchHistory(input: {turnId: $t, query: $q, limit: $limit}) {
     results { eventId turn sequence } } }"""
@@ -199,14 +199,16 @@ class Loaded:
 
 
 async def new_agent(srv: Server, index: str = "messages") -> str:
-    agent = (await srv.ok(CREATE_AGENT, ns=f"bench{uuid.uuid4().hex[:10]}"))["createAgent"]["id"]
+    agent = (await srv.ok(CREATE_AGENT, ns=f"bench{uuid.uuid4().hex[:10]}"))["createAgent"][
+        "agent"
+    ]["id"]
     await srv.ok(PUBLISH, agent=agent, config={"harness": {"history": {"index": index}}})
     return str(agent)
 
 
 async def keep_conversation(srv: Server, conv: Conversation, agent: str) -> Loaded:
     """One committed turn per LoCoMo session, one event per dialog turn (timed)."""
-    session = (await srv.ok(SESSION, agent=agent))["createSession"]["id"]
+    session = (await srv.ok(SESSION, agent=agent))["createSession"]["session"]["id"]
     dia_of: dict[tuple[int, int], str] = {}
     events = 0
     started = time.perf_counter()

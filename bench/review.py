@@ -139,7 +139,7 @@ COMPARE = """mutation($r: UUID!, $c: [MemoryCandidateInput!]!) {
   compareMemoryCandidates(input: {reviewId: $r, candidates: $c}) {
     candidates { restates { similarity } similar { version { recordId summary } } } } }"""
 INVOKE = """mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,
-  model: "scripted"}) { id } }"""
+  model: "scripted"}) { invocation { id } } }"""
 APPLY = """mutation($r: UUID!, $d: [MemoryDecisionInput!]!) {
   applyMemoryReview(input: {reviewId: $r, decisions: $d}) {
     decisions { summary applied memories { recordId } } } }"""
@@ -162,9 +162,11 @@ async def replay(srv: Any, paths: list[Path], sessions: int | None = None) -> di
         return data
 
     async def agent(config: dict[str, Any]) -> str:
-        a = (await srv.ok(CREATE_AGENT, ns=f"bench{uuid.uuid4().hex[:10]}"))["createAgent"]["id"]
+        a = (await srv.ok(CREATE_AGENT, ns=f"bench{uuid.uuid4().hex[:10]}"))["createAgent"][
+            "agent"
+        ]["id"]
         await srv.ok(PUBLISH, agent=a, config=config)
-        return str((await srv.ok(SESSION, agent=a))["createSession"]["id"])
+        return str((await srv.ok(SESSION, agent=a))["createSession"]["session"]["id"])
 
     async def review(turn: str, candidates: list[str]) -> list[dict[str, Any]]:
         begun = (await timed("begin", BEGIN_REVIEW, t=turn))["beginMemoryReview"]

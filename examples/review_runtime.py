@@ -137,9 +137,9 @@ def review_turn(runtime: Client, turn: str, model: ScriptedModel) -> list[dict[s
     reply = json.loads(model.decisions(compared["text"]))["decisions"]
     invocation = runtime(
         "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,"
-        ' model: "scripted", inputTokens: 0, outputTokens: 0}) { id } }',
+        ' model: "scripted", inputTokens: 0, outputTokens: 0}) { invocation { id } } }',
         e=execution,
-    )["recordInvocation"]["id"]
+    )["recordInvocation"]["invocation"]["id"]
     decisions = [
         {
             "candidate": candidates[d["candidate"]],
@@ -175,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     admin = Client(args.url, args.token)
     name = f"review-example-{uuid.uuid4().hex[:8]}"
     agent = admin(
-        'mutation($n: String!) { createAgent(input: {namespace: "examples", name: $n}) { id } }',
+        'mutation($n: String!) { createAgent(input: {namespace: "examples", name: $n})'
+        " { agent { id } } }",
         n=name,
-    )["createAgent"]["id"]
+    )["createAgent"]["agent"]["id"]
     admin(
         "mutation($a: UUID!, $c: JSON!) { publishAgentVersion(input: {agentId: $a, config: $c})"
-        " { id } }",
+        " { agentVersion { id } } }",
         a=agent,
         c=CONFIG,
     )
@@ -193,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ).stdout.strip()
     runtime = Client(args.url, token)
     session = runtime(
-        "mutation($a: UUID!) { createSession(input: {agentId: $a}) { id } }", a=agent
-    )["createSession"]["id"]
+        "mutation($a: UUID!) { createSession(input: {agentId: $a}) { session { id } } }", a=agent
+    )["createSession"]["session"]["id"]
     for n, script in enumerate(TURNS, start=1):
         turn = runtime(
             "mutation($s: UUID!) { beginTurn(input: {sessionId: $s}) { turn { id } } }", s=session
@@ -210,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"turn {n}: {script['user']}")
         report(review_turn(runtime, turn, ScriptedModel(script)))
-        runtime("mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { status } }", t=turn)
+        runtime(
+            "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { turn { status } } }", t=turn
+        )
     return 0
 
 

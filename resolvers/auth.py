@@ -20,6 +20,7 @@ from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context, Info
 from resolvers.permissions import CanDeleteMemory
+from resolvers.types.base import MutationResult
 from resolvers.types.memory import MemoryRecordType
 from server.errors import BadInputError, DomainError, UnauthenticatedError
 from server.services import auth, memory_api
@@ -74,6 +75,18 @@ class Authentication(SchemaExtension):
         yield
 
 
+@strawberry.input(description="The memory record to delete.")
+class DeleteAgentMemoryInput:
+    id: uuid.UUID = strawberry.field(description="The record's id.")
+
+
+@strawberry.type(description="The memory record deleted.")
+class DeleteAgentMemoryPayload(MutationResult):
+    record: MemoryRecordType = strawberry.field(
+        description="The record, now deleted; it and its versions stay readable."
+    )
+
+
 @strawberry.type
 class ApiMutation:
     @strawberry.mutation(
@@ -87,14 +100,16 @@ class ApiMutation:
     async def delete_agent_memory(
         self,
         info: Info,
-        id: Annotated[uuid.UUID, strawberry.argument(description="The record's id.")],
-    ) -> MemoryRecordType:
+        input: Annotated[
+            DeleteAgentMemoryInput, strawberry.argument(description="The record to delete.")
+        ],
+    ) -> DeleteAgentMemoryPayload:
         caller = info.context.identity
         async with info.context.unit() as db:
             record = await memory_api.delete_record(
                 db,
-                record_id=id,
+                record_id=input.id,
                 principal_id=caller.principal_id if caller else None,
                 caller=info.context.caller,
             )
-        return MemoryRecordType(row=record)
+        return DeleteAgentMemoryPayload(record=MemoryRecordType(row=record))

@@ -22,6 +22,7 @@ from resolvers.redaction import (
     redacted_arguments,
 )
 from resolvers.runtime import require_agent_itself
+from resolvers.types.base import MutationResult
 from server.domain.redaction import is_memory_call
 from server.errors import ForbiddenError
 
@@ -52,6 +53,13 @@ async def _checked(context: Context, value: Any, targets: list[Any]) -> Any:
     return value
 
 
+async def checked(context: Context, value: Any) -> Any:
+    """``value`` (an object a field returns) if the caller may read it, else FORBIDDEN:
+    the gate's check, for a resolver that returns objects it checks one by one
+    (``nodes``)."""
+    return await _checked(context, value, _targets(value))
+
+
 class AccessGate(SchemaExtension):
     """Checks every field: runtime-only mutations before they run, and every object a
     field returns (queries and nested fields) before it is sent."""
@@ -70,6 +78,8 @@ class AccessGate(SchemaExtension):
                 return _next(root, info, *args, **kwargs)
             return self._runtime_then(_next, root, info, args, kwargs)
         result = _next(root, info, *args, **kwargs)
+        if isinstance(root, MutationResult):  # the mutation's own permission checked it
+            return result
         if info.field_name == "arguments" and is_memory_call(getattr(root, "name", None)):
             agent_id = getattr(root, "agent_id", None)
             if agent_id is None:  # a call whose agent is unknown is nobody's to read

@@ -1,7 +1,8 @@
 """Grant decisions (R70, R71): which resource of which agent a row is, and whether
 the caller may read (or delete) it, decided once per operation with
 :mod:`server.domain.grants`. Decisions are per agent and resource, so a list holds
-either every record a per-record check allows or none: no partial pages, no counts."""
+either every record a per-record check allows or none: no partial pages, and a
+``totalCount`` only of the lists of one agent's rows (one decision covers them all)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ class HistoryQuery:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The event's id.")],
-    ) -> HistoryEventType:
+    ) -> HistoryEventType | None:
         row = await info.context.db.get(models.HistoryEvent, id)
         if row is None:
             raise NotFoundError(f"no history event with id {id}")

@@ -22,6 +22,7 @@ from server.models import (
     Invocation,
     MemoryDeletion,
     MemoryRecord,
+    MemoryReview,
     MemoryVersion,
     OutputUse,
     Principal,
@@ -61,6 +62,9 @@ class Loaders:
         self.versions_of_agent = self._grouped(AgentVersion, "agent_id", "number")
         self.turn_status = self._column(Turn, "status")
         self.history_part = self._by_id(HistoryPart)
+        self.transcript_event = self._by_id(TranscriptEvent)
+        self.review = self._by_id(MemoryReview)
+        self.use = self._by_id(OutputUse)
         self.history_event = DataLoader(load_fn=self._history_events)
         self.uses_of_execution = DataLoader(load_fn=self._uses)
         self._all = [v for v in vars(self).values() if isinstance(v, DataLoader)]

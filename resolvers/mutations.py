@@ -27,6 +27,7 @@ from resolvers.types.base import (
     TURN_ID,
     InvocationPurpose,
     LabelInput,
+    MutationResult,
     Scope,
 )
 from resolvers.types.memory import MemoryVersionType
@@ -123,8 +124,14 @@ class BeginTurnInput:
             self.preview = False
 
 
-@strawberry.input(description="The turn to end.")
-class TurnInput:
+@strawberry.input(description="The turn to commit.")
+class CommitTurnInput:
+    turn_id: uuid.UUID = strawberry.field(description="The open turn.")
+    idempotency_key: str | None = _key()
+
+
+@strawberry.input(description="The turn to roll back.")
+class RollbackTurnInput:
     turn_id: uuid.UUID = strawberry.field(description="The open turn.")
     idempotency_key: str | None = _key()
 
@@ -215,8 +222,17 @@ class AddMemoryInput:
             self.pinned = False
 
 
-@strawberry.input(description="The read_memory or delete_memory tool's arguments: a record.")
-class MemoryIdInput:
+@strawberry.input(description="The read_memory tool's arguments: the record to read.")
+class ReadMemoryInput:
+    turn_id: uuid.UUID = strawberry.field(description=TURN_ID)
+    id: uuid.UUID = strawberry.field(description="The memory record's id.")
+    execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
+    invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)
+    idempotency_key: str | None = _key()
+
+
+@strawberry.input(description="The delete_memory tool's arguments: the record to delete.")
+class DeleteMemoryInput:
     turn_id: uuid.UUID = strawberry.field(description=TURN_ID)
     id: uuid.UUID = strawberry.field(description="The memory record's id.")
     execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
@@ -255,14 +271,64 @@ class BeginTurnPayload:
         return "\n".join([*(p.line for p in self.pinned), *self.notes])
 
 
-@strawberry.type(description="What a memory tool call did.")
-class MemoryToolPayload:
+@strawberry.type(description="What the add_memory tool did.")
+class AddMemoryPayload:
     execution: ExecutionType = strawberry.field(
         description="The tool call's execution, with its input and output."
     )
     memories: list[MemoryVersionType] = strawberry.field(
-        description="The versions it wrote: the new record's, and the replaced or deleted one's."
+        description="The versions it wrote: the new record's, and the replaced one's."
     )
+
+
+@strawberry.type(description="What the delete_memory tool did.")
+class DeleteMemoryPayload:
+    execution: ExecutionType = strawberry.field(
+        description="The tool call's execution, with its input and output."
+    )
+    memories: list[MemoryVersionType] = strawberry.field(
+        description="The version it wrote: the deleted record's DELETED version."
+    )
+
+
+@strawberry.type(description="The agent created.")
+class CreateAgentPayload(MutationResult):
+    agent: AgentType = strawberry.field(description="The new agent.")
+
+
+@strawberry.type(description="The version published.")
+class PublishAgentVersionPayload(MutationResult):
+    agent_version: AgentVersionType = strawberry.field(description="The new version.")
+
+
+@strawberry.type(description="The session created.")
+class CreateSessionPayload(MutationResult):
+    session: SessionType = strawberry.field(description="The new session.")
+
+
+@strawberry.type(description="The turn committed.")
+class CommitTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now committed.")
+
+
+@strawberry.type(description="The turn rolled back.")
+class RollbackTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now rolled back.")
+
+
+@strawberry.type(description="The turn failed.")
+class FailTurnPayload(MutationResult):
+    turn: TurnType = strawberry.field(description="The turn, now failed.")
+
+
+@strawberry.type(description="The execution started.")
+class StartExecutionPayload(MutationResult):
+    execution: ExecutionType = strawberry.field(description="The new execution, running.")
+
+
+@strawberry.type(description="The model call recorded.")
+class RecordInvocationPayload(MutationResult):
+    invocation: InvocationType = strawberry.field(description="The recorded model call.")
 
 
 @strawberry.type(description="What read_memory read.")
@@ -319,12 +385,12 @@ class Mutation:
     )
     async def create_agent(
         self, info: Info, input: Annotated[CreateAgentInput, _input("The agent.")]
-    ) -> AgentType:
+    ) -> CreateAgentPayload:
         async with info.context.unit() as db:
             agent = await agents.create_agent(
                 db, namespace=input.namespace, name=input.name, sessionless=bool(input.sessionless)
             )
-        return AgentType(row=agent)
+        return CreateAgentPayload(agent=AgentType(row=agent))
 
     @strawberry.mutation(
         description="Publish an immutable version of an agent's configuration, numbered "
@@ -334,12 +400,12 @@ class Mutation:
     )
     async def publish_agent_version(
         self, info: Info, input: Annotated[PublishAgentVersionInput, _input("The version.")]
-    ) -> AgentVersionType:
+    ) -> PublishAgentVersionPayload:
         async with info.context.unit() as db:
             version = await agents.publish_version(
                 db, agent_id=input.agent_id, config=input.config, label=input.label
             )
-        return AgentVersionType(row=version)
+        return PublishAgentVersionPayload(agent_version=AgentVersionType(row=version))
 
     @strawberry.mutation(
         description="Open a session of an agent. Needs the agent's own runtime, an admin, "
@@ -348,12 +414,12 @@ class Mutation:
     )
     async def create_session(
         self, info: Info, input: Annotated[CreateSessionInput, _input("The session.")]
-    ) -> SessionType:
+    ) -> CreateSessionPayload:
         async with info.context.unit() as db:
             session = await agents.create_session(
                 db, agent_id=input.agent_id, external_id=input.external_id
             )
-        return SessionType(row=session)
+        return CreateSessionPayload(session=SessionType(row=session))
 
     @strawberry.mutation(
         # R30
@@ -416,14 +482,15 @@ class Mutation:
         "later turns and readers."
     )
     async def commit_turn(
-        self, info: Info, input: Annotated[TurnInput, _input("The turn.")]
-    ) -> TurnType:
-        return await _close(
+        self, info: Info, input: Annotated[CommitTurnInput, _input("The turn.")]
+    ) -> CommitTurnPayload:
+        turn = await _close(
             info,
             "commitTurn",
             input,
             lambda db: commit.commit_turn(db, info.context.embedder, turn_id=input.turn_id),
         )
+        return CommitTurnPayload(turn=turn)
 
     @strawberry.mutation(
         # R12
@@ -433,11 +500,12 @@ class Mutation:
         'as {"redacted": "discarded: the turn rolled back"}.'
     )
     async def rollback_turn(
-        self, info: Info, input: Annotated[TurnInput, _input("The turn.")]
-    ) -> TurnType:
-        return await _close(
+        self, info: Info, input: Annotated[RollbackTurnInput, _input("The turn.")]
+    ) -> RollbackTurnPayload:
+        turn = await _close(
             info, "rollbackTurn", input, lambda db: turns.rollback_turn(db, turn_id=input.turn_id)
         )
+        return RollbackTurnPayload(turn=turn)
 
     @strawberry.mutation(
         description="Mark the attempt failed; it may be retried. Its memory is discarded "
@@ -447,13 +515,14 @@ class Mutation:
     )
     async def fail_turn(
         self, info: Info, input: Annotated[FailTurnInput, _input("The turn, and its error.")]
-    ) -> TurnType:
-        return await _close(
+    ) -> FailTurnPayload:
+        turn = await _close(
             info,
             "failTurn",
             input,
             lambda db: turns.fail_turn(db, turn_id=input.turn_id, error=input.error),
         )
+        return FailTurnPayload(turn=turn)
 
     @strawberry.mutation(
         # R23
@@ -462,7 +531,7 @@ class Mutation:
     )
     async def start_execution(
         self, info: Info, input: Annotated[StartExecutionInput, _input("The execution.")]
-    ) -> ExecutionType:
+    ) -> StartExecutionPayload:
         async with info.context.unit() as db:
             execution = await turns.start_helper(
                 db,
@@ -471,7 +540,7 @@ class Mutation:
                 name=input.name,
                 parent_execution_id=input.parent_execution_id,
             )
-        return ExecutionType(row=execution)
+        return StartExecutionPayload(execution=ExecutionType(row=execution))
 
     @strawberry.mutation(
         description="Record one model call inside an execution of an open turn: its "
@@ -479,7 +548,7 @@ class Mutation:
     )
     async def record_invocation(
         self, info: Info, input: Annotated[RecordInvocationInput, _input("The model call.")]
-    ) -> InvocationType:
+    ) -> RecordInvocationPayload:
         if input.purpose is InvocationPurpose.EMBED:
             # the server records its own embeddings, which no limit counts
             raise BadInputError("purpose must be TURN or MEMORY", field="purpose")
@@ -492,7 +561,7 @@ class Mutation:
                 input_tokens=input.input_tokens or 0,
                 output_tokens=input.output_tokens or 0,
             )
-        return InvocationType(row=invocation)
+        return RecordInvocationPayload(invocation=InvocationType(row=invocation))
 
     @strawberry.mutation(
         # R20-R22, R24, R31
@@ -503,7 +572,7 @@ class Mutation:
     )
     async def add_memory(
         self, info: Info, input: Annotated[AddMemoryInput, _input("The tool's arguments.")]
-    ) -> MemoryToolPayload:
+    ) -> AddMemoryPayload:
         labels = labels_of(input.labels)
 
         execution, versions = await _memory_tool(
@@ -523,7 +592,7 @@ class Mutation:
                 replaces=input.replaces,
             ),
         )
-        return MemoryToolPayload(execution=execution, memories=versions)
+        return AddMemoryPayload(execution=execution, memories=versions)
 
     @strawberry.mutation(
         # R14
@@ -531,7 +600,7 @@ class Mutation:
         "recorded as an execution."
     )
     async def read_memory(
-        self, info: Info, input: Annotated[MemoryIdInput, _input("The tool's arguments.")]
+        self, info: Info, input: Annotated[ReadMemoryInput, _input("The tool's arguments.")]
     ) -> ReadMemoryPayload:
         execution, versions = await _memory_tool(
             info,
@@ -548,21 +617,21 @@ class Mutation:
         "by id), recorded as an execution."
     )
     async def delete_memory(
-        self, info: Info, input: Annotated[MemoryIdInput, _input("The tool's arguments.")]
-    ) -> MemoryToolPayload:
+        self, info: Info, input: Annotated[DeleteMemoryInput, _input("The tool's arguments.")]
+    ) -> DeleteMemoryPayload:
         execution, versions = await _memory_tool(
             info,
             "deleteMemory",
             input,
             lambda db: memory.delete_memory(db, ref=call_ref(input), record_id=input.id),
         )
-        return MemoryToolPayload(execution=execution, memories=versions)
+        return DeleteMemoryPayload(execution=execution, memories=versions)
 
 
 async def _close(
     info: Info,
     operation: str,
-    input: TurnInput | FailTurnInput,
+    input: CommitTurnInput | RollbackTurnInput | FailTurnInput,
     call: Callable[[AsyncSession], Awaitable[models.Turn]],
 ) -> TurnType:
     db = info.context.db

@@ -92,10 +92,11 @@ class CanDeleteMemory(_Permission):
 
     async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
         caller_of(context)
+        record_id = field_of(kwargs.get("input"), "id", "id")
         row = (
             await context.db.execute(
                 select(col(models.MemoryRecord.agent_id)).where(
-                    col(models.MemoryRecord.id) == kwargs["id"],
+                    col(models.MemoryRecord.id) == record_id,
                     col(models.MemoryRecord.committed).is_(True),
                 )
             )

@@ -1,4 +1,7 @@
-"""Dashboard queries: thin lookups by id or name."""
+"""Dashboard queries: thin lookups by id or name.
+
+A lookup that can fail is nullable: a NOT_FOUND or FORBIDDEN nulls that one field (its
+error, with its code, is in ``errors``), not the whole answer."""
 
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ class Query:
         name: Annotated[
             str | None, strawberry.argument(description="The agent's name, with namespace.")
         ] = None,
-    ) -> AgentType:
+    ) -> AgentType | None:
         """An agent by id, or by namespace and name. A name the caller may not read is
         answered as a name that does not exist: names are guessable, ids are not."""
         if id is not None:
@@ -92,7 +95,7 @@ class Query:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The version's id.")],
-    ) -> AgentVersionType:
+    ) -> AgentVersionType | None:
         return AgentVersionType(
             row=await _load(info.context.loaders.agent_version, id, "agent version")
         )
@@ -102,7 +105,7 @@ class Query:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The session's id.")],
-    ) -> SessionType:
+    ) -> SessionType | None:
         return SessionType(row=await _load(info.context.loaders.session, id, "session"))
 
     @strawberry.field(description="A turn, by id.")
@@ -110,7 +113,7 @@ class Query:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The turn's id.")],
-    ) -> TurnType:
+    ) -> TurnType | None:
         return TurnType(row=await _load(info.context.loaders.turn, id, "turn"))
 
     @strawberry.field(description="An execution, by id.")
@@ -118,7 +121,7 @@ class Query:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The execution's id.")],
-    ) -> ExecutionType:
+    ) -> ExecutionType | None:
         return ExecutionType(row=await _load(info.context.loaders.execution, id, "execution"))
 
     @strawberry.field(
@@ -131,7 +134,7 @@ class Query:
         self,
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The record's id.")],
-    ) -> MemoryRecordType:
+    ) -> MemoryRecordType | None:
         row = await _load(info.context.loaders.record, id, "memory record")
         if not row.committed:
             raise NotFoundError(f"no memory record with id {id}")

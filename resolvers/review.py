@@ -14,7 +14,7 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Scope
+from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Node, Scope, column
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -105,12 +105,10 @@ class ApplyMemoryReviewInput:
 
 
 @strawberry.type(name="MemoryReview", description="A turn-end review of the conversation.")
-class MemoryReviewType:
+class MemoryReviewType(Node):
     row: strawberry.Private[models.MemoryReview]
 
-    @strawberry.field(description="The review's id.")
-    def id(self) -> uuid.UUID:
-        return self.row.id
+    id: strawberry.ID = column("id", convert=str, description="The review's id.")
 
     @strawberry.field(description="Open, or applied.")
     def status(self) -> MemoryReviewStatus:

@@ -20,6 +20,7 @@ from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.inputs import StorableText
 from resolvers.mutations import Mutation as CoreMutation
+from resolvers.nodes import NodeQuery
 from resolvers.queries import Query as CoreQuery
 from resolvers.review_mutations import ReviewMutation
 from resolvers.search import SearchMutation
@@ -27,7 +28,7 @@ from resolvers.security import schema_extensions
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; _root joins them.
-QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery)
+QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery, NodeQuery)
 MUTATIONS: tuple[type, ...] = (
     CoreMutation,
     HistoryMutation,

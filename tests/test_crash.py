@@ -24,16 +24,18 @@ WRITERS = 4
 CRASHES = 3
 WRITE_SECONDS = 2.5
 
-CREATE_AGENT = 'mutation { createAgent(input: {namespace: "crash", name: "writer"}) { id } }'
+CREATE_AGENT = (
+    'mutation { createAgent(input: {namespace: "crash", name: "writer"}) { agent { id } } }'
+)
 PUBLISH = """mutation($a: UUID!) { publishAgentVersion(input: {agentId: $a, config: {harness:
-  {memory: {enabled: true, tools: ["add_memory"]}}}}) { id } }"""
-SESSION = "mutation($a: UUID!) { createSession(input: {agentId: $a}) { id } }"
+  {memory: {enabled: true, tools: ["add_memory"]}}}}) { agentVersion { id } } }"""
+SESSION = "mutation($a: UUID!) { createSession(input: {agentId: $a}) { session { id } } }"
 BEGIN = """mutation($s: UUID!, $k: String!) {
   beginTurn(input: {sessionId: $s, idempotencyKey: $k}) { turn { id } } }"""
 ADD = """mutation($t: UUID!, $m: String!, $k: String!) {
   addMemory(input: {turnId: $t, summary: $m, idempotencyKey: $k}) { memories { recordId } } }"""
 COMMIT = """mutation($t: UUID!, $k: String!) {
-  commitTurn(input: {turnId: $t, idempotencyKey: $k}) { id status } }"""
+  commitTurn(input: {turnId: $t, idempotencyKey: $k}) { turn { id status } } }"""
 TURNS = """query($s: UUID!, $after: String) { session(id: $s) {
   turns(first: 100, after: $after) { edges { node { id status } }
                                       pageInfo { hasNextPage endCursor } } } }"""
@@ -138,7 +140,7 @@ class Writer:
         begin, add, commit = self.keys(i)
         turn = (await _call(client, BEGIN, s=self.session, k=begin))["beginTurn"]["turn"]["id"]
         await _call(client, ADD, t=turn, m=self.summary(i), k=add)
-        done = (await _call(client, COMMIT, t=turn, k=commit))["commitTurn"]
+        done = (await _call(client, COMMIT, t=turn, k=commit))["commitTurn"]["turn"]
         assert done["id"] == turn and done["status"].upper() == "COMMITTED"
         self.acknowledged[i] = turn
 
@@ -224,7 +226,7 @@ async def test_kill_9_loses_no_committed_turn_and_retries_duplicate_nothing(
     server.start()
     try:
         async with _client(server, admin.stdout.strip()) as client:
-            agent = (await _call(client, CREATE_AGENT))["createAgent"]["id"]
+            agent = (await _call(client, CREATE_AGENT))["createAgent"]["agent"]["id"]
             await _call(client, PUBLISH, a=agent)
             runtime = _cli(
                 "token",
@@ -242,7 +244,7 @@ async def test_kill_9_loses_no_committed_turn_and_retries_duplicate_nothing(
             assert runtime.returncode == 0, runtime.stderr
             reader = _reader(tmp_path, data_dir)
             sessions = [(await _call(client, SESSION, a=agent)) for _ in range(WRITERS)]
-        writers = [Writer(n, s["createSession"]["id"]) for n, s in enumerate(sessions)]
+        writers = [Writer(n, s["createSession"]["session"]["id"]) for n, s in enumerate(sessions)]
         for _ in range(CRASHES):
             async with _client(server, runtime.stdout.strip()) as client:
                 until = time.monotonic() + WRITE_SECONDS

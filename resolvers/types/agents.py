@@ -17,9 +17,11 @@ from resolvers.types.base import (
     Connection,
     LabelInput,
     MemoryStatus,
+    Node,
     Scope,
     column,
     later,
+    node_id,
 )
 from server import models
 from server.domain.config import memory_config_to_json
@@ -76,10 +78,10 @@ class MemoryRecordFilter:
     description="An agent: a named identity in a namespace, with published versions of its "
     "configuration, its sessions and its memory.",
 )
-class AgentType:
+class AgentType(Node):
     row: strawberry.Private[models.Agent]
 
-    id: uuid.UUID = column(description="The agent's id.")
+    id: strawberry.ID = node_id("The agent's id.")
     namespace: str = column(description="The namespace the agent belongs to.")
     name: str = column(description="The agent's name, unique in its namespace.")
     sessionless: bool = column(
@@ -159,10 +161,10 @@ class AgentType:
     name="AgentVersion",
     description="An immutable, numbered version of an agent's configuration.",
 )
-class AgentVersionType:
+class AgentVersionType(Node):
     row: strawberry.Private[models.AgentVersion]
 
-    id: uuid.UUID = column(description="The version's id.")
+    id: strawberry.ID = node_id("The version's id.")
     number: int = column(description="The version's number in its agent, from 1.")
     label: str | None = column(description="The label given when it was published, if any.")
 
@@ -192,10 +194,10 @@ class AgentVersionType:
     name="Session",
     description="A conversation of an agent: its turns, in order, and the history they kept.",
 )
-class SessionType:
+class SessionType(Node):
     row: strawberry.Private[models.Session]
 
-    id: uuid.UUID = column(description="The session's id.")
+    id: strawberry.ID = node_id("The session's id.")
     external_id: str | None = column(
         description="The caller's own id for the session, as given to createSession; null "
         "when none was given."

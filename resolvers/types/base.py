@@ -15,6 +15,10 @@ from server.services import reads
 
 N = TypeVar("N")
 
+# the arguments of a connection's page
+FIRST = "How many items, from 1 to the server's page size."
+AFTER = "The endCursor of the previous page; none for the first page."
+
 
 def column(
     attribute: str | None = None,
@@ -210,12 +214,42 @@ FIRST = (
 AFTER = "The endCursor of the previous page; null or omitted: the first page."
 
 
+@strawberry.interface(
+    name="Node",
+    description="An object with a global id: node and nodes read it back by that id.",
+)
+class Node:
+    """Relay's object identification. The global id is the object's UUID as text: the
+    same value every input that takes the object's UUID accepts (resolvers/nodes.py)."""
+
+    id: strawberry.ID = strawberry.field(
+        description="The object's global id: its UUID, as text; unique across all types."
+    )
+
+
+def node_id(description: str = "The object's id: its UUID, as text.") -> Any:
+    """The ``id`` field of a :class:`Node`: the wrapped row's UUID as text."""
+    return column("id", convert=str, description=description)
+
+
+class MutationResult:
+    """The payload of a mutation that answers the row it wrote (createAgent, commitTurn,
+    ...): the access gate lets its fields through as it let the bare row through before
+    the payload wrapped it; the row's own fields are checked as everywhere."""
+
+
 @strawberry.type(description="Where a page ends, and whether another follows.")
 class PageInfo:
     has_next_page: bool = strawberry.field(description="True when a next page exists.")
     end_cursor: str | None = strawberry.field(
         description="The cursor of the page's last item: pass it as `after` for the next "
         "page; null when the page is empty."
+    )
+    has_previous_page: bool = strawberry.field(
+        description="True when the page was read after a cursor: items come before it."
+    )
+    start_cursor: str | None = strawberry.field(
+        description="The first item's cursor; null for an empty page."
     )
 
 
@@ -231,10 +265,20 @@ class Edge(Generic[N]):
     description="A page of items, in the order the field states; no total count is given."
 )
 class Connection(Generic[N]):
-    """A Relay-style page; no total count is given, so a page reveals nothing it hides."""
+    """A Relay-style page. Its total count is a COUNT under the page's own condition, run
+    only when asked; the lists whose items are decided one by one (``agents``) are not
+    counted, so a count reveals nothing a page hides."""
 
     edges: list[Edge[N]] = strawberry.field(description="The page's items, in order.")
     page_info: PageInfo = strawberry.field(description="Where the page ends.")
+    total: strawberry.Private[Callable[[], Awaitable[int]] | None] = None
+
+    @strawberry.field(
+        description="How many items the whole list holds, every page together; null for a "
+        "list that is not counted."
+    )
+    async def total_count(self) -> int | None:
+        return None if self.total is None else await self.total()
 
     @classmethod
     def of(cls, page: reads.Page[Any], wrap: Callable[[Any], N]) -> Connection[N]:
@@ -242,8 +286,12 @@ class Connection(Generic[N]):
         return cls(
             edges=edges,
             page_info=PageInfo(
-                has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None
+                has_next_page=page.has_next,
+                end_cursor=edges[-1].cursor if edges else None,
+                has_previous_page=page.has_previous,
+                start_cursor=edges[0].cursor if edges else None,
             ),
+            total=page.total,
         )
 
     @classmethod

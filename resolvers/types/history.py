@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.types.base import column, related
+from resolvers.types.base import Node, column, node_id, related
 from resolvers.types.turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
@@ -55,10 +55,10 @@ class ToolCallType:
 
 
 @strawberry.type(name="HistoryPart", description="A searchable piece of a kept event.")
-class HistoryPartType:
+class HistoryPartType(Node):
     row: strawberry.Private[models.HistoryPart]
 
-    id: uuid.UUID = column(description="The part's id.")
+    id: strawberry.ID = node_id("The part's id.")
     part: int = column(description="Its position in the event, from 1.")
     parts: int = column(description="How many parts the event has.")
     text: str = column(description="The part's text; neighbouring parts overlap a little.")
@@ -71,11 +71,11 @@ class HistoryPartType:
     description="An event of the conversation a committed turn kept as searchable history: "
     "a message, a reply, or a tool's result or error.",
 )
-class HistoryEventType:
+class HistoryEventType(Node):
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
 
-    id: uuid.UUID = column(description="The event's id.")
+    id: strawberry.ID = node_id("The event's id.")
     turn_number: int = column(description="The number of the turn that kept it.")
     role: HistoryRole = column(convert=HistoryRole, description="Who it is from.")
     tool_name: str | None = column(description="For a tool result or error: the tool's name.")

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import MemoryStatus, PrincipalKind, Scope, column, related
+from resolvers.types.base import (
+    AFTER,
+    FIRST,
+    Connection,
+    MemoryStatus,
+    Node,
+    PrincipalKind,
+    Scope,
+    column,
+    node_id,
+    related,
+)
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.domain import visibility
+from server.services import reads
 
 
 @strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
@@ -107,10 +120,10 @@ class ProvenanceType:
     description="One version of a memory record: its text as created, or as a change left "
     "it. Versions are never changed.",
 )
-class MemoryVersionType:
+class MemoryVersionType(Node):
     row: strawberry.Private[models.MemoryVersion]
 
-    id: uuid.UUID = column(description="The version's id.")
+    id: strawberry.ID = node_id("The version's id.")
     record_id: uuid.UUID = column(description="The record's id.")
     number: int = column(description="The version's number in its record, from 1.")
     status: MemoryStatus = column(
@@ -141,7 +154,7 @@ class MemoryVersionType:
     name="MemoryRecord",
     description="A fact an agent keeps, with every version of it; the current one is in force.",
 )
-class MemoryRecordType:
+class MemoryRecordType(Node):
     """A record as an API reader sees it: a change an open turn staged is not yet shown."""
 
     row: strawberry.Private[models.MemoryRecord]
@@ -155,7 +168,7 @@ class MemoryRecordType:
     def _reader(self) -> visibility.Reader:
         return visibility.Reader.for_api(agent_id=self.row.agent_id)
 
-    id: uuid.UUID = column(description="The record's id.")
+    id: strawberry.ID = node_id("The record's id.")
     scope: Scope = column(convert=Scope, description="Who the record is for.")
 
     @strawberry.field(description="Where the record stands.")
@@ -189,6 +202,25 @@ class MemoryRecordType:
         if self._staged:
             rows = [r for r in rows if r.turn_id != self.row.pending_turn_id]
         return [MemoryVersionType(row=r) for r in rows]
+
+    @strawberry.field(
+        description="Every version, oldest first, a page at a time; each as in versions."
+    )
+    async def versions_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[MemoryVersionType]:
+        return await Connection.read(
+            info,
+            reads.list_versions,
+            lambda r: MemoryVersionType(row=r),
+            record_id=self.row.id,
+            staged_by=self.row.pending_turn_id,
+            first=first,
+            after=after,
+        )
 
     @strawberry.field(description="Who created the record (its first version's provenance).")
     async def written_by(self, info: Info) -> ProvenanceType:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,13 +11,18 @@ from strawberry.scalars import JSON
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
 from resolvers.types.base import (
+    AFTER,
+    FIRST,
+    Connection,
     ExecutionKind,
     ExecutionStatus,
     InvocationPurpose,
+    Node,
     TranscriptEventKind,
     TurnStatus,
     column,
     later,
+    node_id,
     related,
 )
 from server import models
@@ -47,10 +51,10 @@ _MEMORY_TOOL_IO = (
     description="One attempt of an agent at a step of its work: opened by beginTurn, ended "
     "by commitTurn, rollbackTurn or failTurn. Its memory is published only if it commits.",
 )
-class TurnType:
+class TurnType(Node):
     row: strawberry.Private[models.Turn]
 
-    id: uuid.UUID = column(description="The turn's id.")
+    id: strawberry.ID = node_id("The turn's id.")
     number: int = column(
         description="The turn's position in its session, from 1; a retry keeps it."
     )
@@ -96,6 +100,22 @@ class TurnType:
         rows = await info.context.loaders.executions_of_turn.load(self.row.id)
         return [ExecutionType(row=r) for r in rows]
 
+    @strawberry.field(description="The turn's executions, oldest first, a page at a time.")
+    async def executions_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[ExecutionType]:
+        return await Connection.read(
+            info,
+            reads.list_executions,
+            lambda r: ExecutionType(row=r),
+            turn_id=self.row.id,
+            first=first,
+            after=after,
+        )
+
     @strawberry.field(
         description="The turn's transcript events, in order; kept whatever the turn's end. "
         "See TranscriptEvent.payload for what of memory a reader sees."
@@ -103,6 +123,25 @@ class TurnType:
     async def transcript(self, info: Info) -> list[TranscriptEventType]:
         rows = await info.context.loaders.events_of_turn.load(self.row.id)
         return [TranscriptEventType(row=r) for r in rows]
+
+    @strawberry.field(
+        description="The turn's transcript events in order, a page at a time; each reads as "
+        "in transcript."
+    )
+    async def transcript_connection(
+        self,
+        info: Info,
+        first: Annotated[int, strawberry.argument(description=FIRST)],
+        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+    ) -> Connection[TranscriptEventType]:
+        return await Connection.read(
+            info,
+            reads.list_transcript,
+            lambda r: TranscriptEventType(row=r),
+            turn_id=self.row.id,
+            first=first,
+            after=after,
+        )
 
     @strawberry.field(
         description="What the turn wrote: live and preview records it created or changed; "
@@ -122,10 +161,10 @@ class TurnType:
     description="A unit of work inside a turn: the agent's own run, a native tool call, a "
     "helper or a program.",
 )
-class ExecutionType:
+class ExecutionType(Node):
     row: strawberry.Private[models.Execution]
 
-    id: uuid.UUID = column(description="The execution's id.")
+    id: strawberry.ID = node_id("The execution's id.")
     kind: ExecutionKind = column(convert=ExecutionKind, description="What it records.")
     name: str = column(
         description="The tool's name for a tool execution (add_memory, search_memory, ...); "
@@ -178,10 +217,10 @@ class ExecutionType:
 @strawberry.type(
     name="Invocation", description="One model call recorded inside an execution: its usage."
 )
-class InvocationType:
+class InvocationType(Node):
     row: strawberry.Private[models.Invocation]
 
-    id: uuid.UUID = column(description="The invocation's id.")
+    id: strawberry.ID = node_id("The invocation's id.")
     purpose: InvocationPurpose = column(
         convert=InvocationPurpose, description="What the model call was for."
     )
@@ -202,10 +241,10 @@ class InvocationType:
     name="TranscriptEvent",
     description="One event of a turn's transcript: what was said and done, in order.",
 )
-class TranscriptEventType:
+class TranscriptEventType(Node):
     row: strawberry.Private[models.TranscriptEvent]
 
-    id: uuid.UUID = column(description="The event's id.")
+    id: strawberry.ID = node_id("The event's id.")
     sequence: int = column(description="The event's position in its turn's transcript, from 1.")
 
     type: TranscriptEventKind = column(

@@ -5,14 +5,13 @@ history uses are the session's (resolvers/grants.py)."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from enum import Enum
 
 import strawberry
 
 from resolvers.context import Info
-from resolvers.types.base import column, related
+from resolvers.types.base import Node, column, node_id, related
 from resolvers.types.history import HistoryEventType, HistoryPartType
 from resolvers.types.memory import MemoryVersionType
 from server import models
@@ -31,10 +30,10 @@ class OutputUseKind(Enum):
     description="A record version or a kept history part an execution's output put "
     "before the model.",
 )
-class OutputUseType:
+class OutputUseType(Node):
     row: strawberry.Private[models.OutputUse]
 
-    id: uuid.UUID = column(description="The use's id.")
+    id: strawberry.ID = node_id("The use's id.")
     kind: OutputUseKind = column(convert=OutputUseKind, description="How it was used.")
     rank: int = column(
         description="The result's position in the output, from 1; the parts of a history "

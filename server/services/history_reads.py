@@ -17,7 +17,7 @@ from server.domain import cursor
 from server.domain import history as rules
 from server.domain.history import ToolCall
 from server.models import HistoryEvent, HistoryPart, TranscriptEvent
-from server.services.reads import Page, check_first
+from server.services.reads import Page, check_first, counter
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +103,7 @@ async def list_session_history(
     stmt: Select[Any] = select(HistoryEvent).where(col(HistoryEvent.session_id) == session_id)
     if turn_number is not None:
         stmt = stmt.where(col(HistoryEvent.turn_number) == turn_number)
+    listed = stmt
     if after:
         position = cursor.decode("history", after, int, int, uuid.UUID)
         key = (col(HistoryEvent.turn_number), col(HistoryEvent.sequence), col(HistoryEvent.id))
@@ -121,6 +122,8 @@ async def list_session_history(
             (cursor.encode("history", r.turn_number, r.sequence, r.id), r) for r in rows[:first]
         ],
         has_next=len(rows) > first,
+        has_previous=bool(after),
+        total=counter(db, listed),
     )
 
 

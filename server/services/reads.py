@@ -7,18 +7,27 @@ records of the agent, preview or live, any status); grants decide who may ask.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain import cursor
 from server.domain.visibility import Purpose, Reader
 from server.errors import BadInputError
-from server.models import Agent, MemoryRecord, MemoryVersion, Session, Turn
+from server.models import (
+    Agent,
+    Execution,
+    MemoryRecord,
+    MemoryVersion,
+    Session,
+    TranscriptEvent,
+    Turn,
+)
 from server.storage.gate import effective_status, record_condition
 
 T = TypeVar("T")
@@ -28,6 +37,21 @@ T = TypeVar("T")
 class Page(Generic[T]):
     items: list[tuple[str, T]]  # (cursor, item)
     has_next: bool
+    # read after a cursor: the items up to it come before this page
+    has_previous: bool = False
+    # counts the whole list under the page's own condition, when asked; None: not counted
+    total: Callable[[], Awaitable[int]] | None = None
+
+
+def counter(db: AsyncSession, stmt: Select[Any]) -> Callable[[], Awaitable[int]]:
+    """The COUNT of what ``stmt`` (a list's condition, before its cursor) selects: one
+    statement, run only when a reader asks for it."""
+
+    async def count() -> int:
+        found = await db.scalar(select(func.count()).select_from(stmt.order_by(None).subquery()))
+        return int(found or 0)
+
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +98,7 @@ async def list_records(
             stmt = stmt.where(col(MemoryVersion.kind) == filter.kind)
         if filter.labels:
             stmt = stmt.where(col(MemoryVersion.labels).contains(dict(filter.labels)))
+    listed = stmt
     if after is not None:
         (seq,) = cursor.decode("record", after, cursor.seq)
         stmt = stmt.where(col(MemoryRecord.seq) < seq)
@@ -81,13 +106,17 @@ async def list_records(
     return Page(
         items=[(cursor.encode("record", r.seq), r) for r in rows[:first]],
         has_next=len(rows) > first,
+        has_previous=after is not None,
+        total=counter(db, listed),
     )
 
 
-def _time_keyset(model: Any, kind: str, after: str | None) -> Any:
+def _time_keyset(model: Any, kind: str, after: str | None, *, oldest_first: bool = False) -> Any:
     if after is None:
         return None
     when, key = cursor.decode(kind, after, datetime.fromisoformat, uuid.UUID)
+    if oldest_first:
+        return or_(model.created_at > when, and_(model.created_at == when, model.id > key))
     return or_(model.created_at < when, and_(model.created_at == when, model.id < key))
 
 
@@ -99,18 +128,113 @@ async def _time_page(
     first: int,
     after: str | None,
     maximum: int,
+    *,
+    oldest_first: bool = False,
+    counted: bool = True,
 ) -> Page[Any]:
+    """A page by time (newest first, or oldest first), counted unless ``counted`` is
+    False."""
     check_first(first, maximum=maximum)
-    stmt = select(model).where(where)
-    keyset = _time_keyset(model, kind, after)
+    listed = stmt = select(model).where(where)
+    keyset = _time_keyset(model, kind, after, oldest_first=oldest_first)
     if keyset is not None:
         stmt = stmt.where(keyset)
-    rows = (
-        await db.scalars(stmt.order_by(model.created_at.desc(), model.id.desc()).limit(first + 1))
-    ).all()
+    if oldest_first:
+        order = (model.created_at.asc(), model.id.asc())
+    else:
+        order = (model.created_at.desc(), model.id.desc())
+    rows = (await db.scalars(stmt.order_by(*order).limit(first + 1))).all()
     return Page(
         items=[(cursor.encode(kind, r.created_at.isoformat(), r.id), r) for r in rows[:first]],
         has_next=len(rows) > first,
+        has_previous=after is not None,
+        total=counter(db, listed) if counted else None,
+    )
+
+
+async def _numbered_page(
+    db: AsyncSession,
+    model: Any,
+    kind: str,
+    where: Any,
+    number: Any,
+    first: int,
+    after: str | None,
+    maximum: int,
+) -> Page[Any]:
+    """A page in the order of ``number`` (an integer column unique under ``where``),
+    lowest first."""
+    check_first(first, maximum=maximum)
+    listed = stmt = select(model).where(where)
+    if after is not None:
+        (position,) = cursor.decode(kind, after, cursor.seq)
+        stmt = stmt.where(number > position)
+    rows = (await db.scalars(stmt.order_by(number.asc()).limit(first + 1))).all()
+    name = number.key
+    return Page(
+        items=[(cursor.encode(kind, getattr(r, name)), r) for r in rows[:first]],
+        has_next=len(rows) > first,
+        has_previous=after is not None,
+        total=counter(db, listed),
+    )
+
+
+async def list_transcript(
+    db: AsyncSession, *, turn_id: uuid.UUID, first: int, after: str | None, maximum: int = 100
+) -> Page[TranscriptEvent]:
+    """A turn's transcript events, in order."""
+    return await _numbered_page(
+        db,
+        TranscriptEvent,
+        "event",
+        TranscriptEvent.turn_id == turn_id,
+        TranscriptEvent.sequence,
+        first,
+        after,
+        maximum,
+    )
+
+
+async def list_versions(
+    db: AsyncSession,
+    *,
+    record_id: uuid.UUID,
+    staged_by: uuid.UUID | None,
+    first: int,
+    after: str | None,
+    maximum: int = 100,
+) -> Page[MemoryVersion]:
+    """A record's versions, oldest first, but those ``staged_by`` (the open turn that
+    changes the record) wrote: an API reader does not see them before it commits."""
+    where: Any = MemoryVersion.record_id == record_id
+    if staged_by is not None:
+        turn = col(MemoryVersion.turn_id)
+        where = and_(where, or_(turn.is_(None), turn != staged_by))
+    return await _numbered_page(
+        db,
+        MemoryVersion,
+        "version",
+        where,
+        MemoryVersion.number,
+        first,
+        after,
+        maximum,
+    )
+
+
+async def list_executions(
+    db: AsyncSession, *, turn_id: uuid.UUID, first: int, after: str | None, maximum: int = 100
+) -> Page[Execution]:
+    """A turn's executions, oldest first."""
+    return await _time_page(
+        db,
+        Execution,
+        "execution",
+        Execution.turn_id == turn_id,
+        first,
+        after,
+        maximum,
+        oldest_first=True,
     )
 
 
@@ -160,7 +284,11 @@ async def turn_memories(
 async def list_agents(
     db: AsyncSession, *, namespace: str, first: int, after: str | None, maximum: int = 100
 ) -> Page[Any]:
-    return await _time_page(db, Agent, "agent", Agent.namespace == namespace, first, after, maximum)
+    # not counted: its agents are decided one by one, and a count would tell of those a
+    # reader may not see
+    return await _time_page(
+        db, Agent, "agent", Agent.namespace == namespace, first, after, maximum, counted=False
+    )
 
 
 async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:

@@ -61,7 +61,7 @@ class ReviewScenario(HistoryScenario):
     async def invoke(self, review: dict[str, Any]) -> str:
         execution = review["review"]["execution"]["id"]
         data = await self.api.ok(INVOKE, execution=execution, purpose="MEMORY")
-        return str(data["recordInvocation"]["id"])
+        return str(data["recordInvocation"]["invocation"]["id"])
 
     async def compare(self, review: str, *candidates: dict[str, Any], **kw: Any) -> Any:
         data = await self.api.ok(COMPARE, review=review, candidates=list(candidates), **kw)

@@ -9,14 +9,14 @@ from tests.conftest import Api
 
 CREATE_AGENT = """
 mutation($ns: String!, $name: String!, $sessionless: Boolean!) {
-  createAgent(input: {namespace: $ns, name: $name, sessionless: $sessionless}) { id }
+  createAgent(input: {namespace: $ns, name: $name, sessionless: $sessionless}) { agent { id } }
 }"""
 PUBLISH = """
 mutation($agent: UUID!, $config: JSON!) {
-  publishAgentVersion(input: {agentId: $agent, config: $config}) { id number }
+  publishAgentVersion(input: {agentId: $agent, config: $config}) { agentVersion { id number } }
 }"""
 CREATE_SESSION = """
-mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { id } }"""
+mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"""
 BEGIN = """
 mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UUID,
          $retryOf: UUID, $key: String) {
@@ -28,9 +28,10 @@ mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UU
     instructions
   }
 }"""
-COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { id status } }"
-ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { id status } }"
-FAIL = 'mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: "boom"}) { id status } }'
+COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { turn { id status } } }"
+ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { turn { id status } } }"
+FAIL = """mutation($turn: UUID!) {
+  failTurn(input: {turnId: $turn, error: "boom"}) { turn { id status } } }"""
 ADD = """
 mutation($turn: UUID!, $summary: String!, $content: String, $kind: String,
          $labels: [LabelInput!],
@@ -59,7 +60,7 @@ mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
 }"""
 HELPER = """
 mutation($turn: UUID!, $kind: HelperKind!) {
-  startExecution(input: {turnId: $turn, kind: $kind, name: "helper"}) { id kind }
+  startExecution(input: {turnId: $turn, kind: $kind, name: "helper"}) { execution { id kind } }
 }"""
 
 ALL_TOOLS = ["add_memory", "read_memory", "delete_memory"]
@@ -108,18 +109,18 @@ class Scenario:
     ) -> str:
         ns = namespace or f"ns{uuid.uuid4().hex[:10]}"
         data = await self.api.ok(CREATE_AGENT, ns=ns, name="agent", sessionless=sessionless)
-        self.agent_id = data["createAgent"]["id"]
+        self.agent_id = data["createAgent"]["agent"]["id"]
         if config is not None:
             await self.publish(config)
         return self.agent_id
 
     async def publish(self, config: dict[str, Any]) -> dict[str, Any]:
         data = await self.api.ok(PUBLISH, agent=self.agent_id, config=config)
-        return dict(data["publishAgentVersion"])
+        return dict(data["publishAgentVersion"]["agentVersion"])
 
     async def session(self) -> str:
         data = await self.api.ok(CREATE_SESSION, agent=self.agent_id)
-        return str(data["createSession"]["id"])
+        return str(data["createSession"]["session"]["id"])
 
     async def begin(self, session: str | None = None, **kw: Any) -> dict[str, Any]:
         if session is None:
@@ -207,16 +208,16 @@ INVOKE = """
 mutation($execution: UUID!, $purpose: InvocationPurpose!, $model: String! = "model-a",
          $input: Int! = 0, $output: Int! = 0) {
   recordInvocation(input: {executionId: $execution, purpose: $purpose, model: $model,
-                           inputTokens: $input, outputTokens: $output}) {
+                           inputTokens: $input, outputTokens: $output}) { invocation {
     id purpose model inputTokens outputTokens counted execution { id }
-  }
+  } }
 }"""
 START_EXECUTION = """
 mutation($turn: UUID!, $kind: HelperKind!, $name: String! = "helper", $parent: UUID) {
   startExecution(input: {turnId: $turn, kind: $kind, name: $name,
-                         parentExecutionId: $parent}) {
+                         parentExecutionId: $parent}) { execution {
     id kind name status parent { id }
-  }
+  } }
 }"""
 
 

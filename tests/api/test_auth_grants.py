@@ -18,7 +18,7 @@ query($a: UUID!) { agent(id: $a) { id memoryRecords(first: 50) {
 RECORD = """
 query($id: UUID!) { agentMemory(id: $id) { id status current { summary }
   versions { number status summary } } }"""
-DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(id: $id) { id status } }"
+DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
 SEARCH = """
 mutation($t: UUID!) { searchMemory(input: {turnId: $t, limit: 50}) {
   results { record { id } version { summary } } } }"""
@@ -121,7 +121,7 @@ async def test_r71_deleting_needs_select_and_update_and_keeps_the_history(
     )
     deleted = await run_as(api, deleter, DELETE_API, id=target)
     assert deleted.errors is None
-    assert deleted.data["deleteAgentMemory"] == {"id": target, "status": "DELETED"}
+    assert deleted.data["deleteAgentMemory"]["record"] == {"id": target, "status": "DELETED"}
     again = await run_as(api, deleter, DELETE_API, id=target)
     assert codes(again) == ["CONFLICT"]
     kept = (await run_as(api, reader, RECORD, id=target)).data["agentMemory"]
@@ -253,10 +253,10 @@ async def test_admins_manage_agents_but_read_memory_only_with_grants(
         api,
         admin,
         "mutation($ns: String!) { createAgent(input: "
-        '{namespace: $ns, name: "x"}) { id namespace } }',
+        '{namespace: $ns, name: "x"}) { agent { id namespace } } }',
         ns=ns,
     )
-    assert created.errors is None and created.data["createAgent"]["namespace"] == ns
+    assert created.errors is None and created.data["createAgent"]["agent"]["namespace"] == ns
     listed = await run_as(api, admin, RECORDS, a=world.agent)
     assert codes(listed) == ["FORBIDDEN"] and "SENTINEL" not in str(listed.data)
     agents = await run_as(
@@ -275,9 +275,34 @@ async def test_clients_create_agents_only_with_insert_on_the_namespace(
     token = await bearer(
         api, kind="client", grants=(("INSERT", f"{ns}.Agent"), ("SELECT", f"{ns}.Agent"))
     )
-    create = 'mutation($ns: String!) { createAgent(input: {namespace: $ns, name: "x"}) { id } }'
+    create = (
+        'mutation($ns: String!) { createAgent(input: {namespace: $ns, name: "x"})'
+        " { agent { id } } }"
+    )
     assert (await run_as(api, token, create, ns=ns)).errors is None
     assert codes(await run_as(api, token, create, ns=world.ns)) == ["FORBIDDEN"]
+
+
+async def test_a_payload_shows_what_its_mutation_wrote_as_the_bare_row_did(
+    api: Api, world: World
+) -> None:
+    """createAgent's payload is checked by the mutation's own permission: INSERT on the
+    namespace shows the new agent without SELECT, as the bare agent was shown before the
+    payload wrapped it; reading it again needs SELECT."""
+    ns = f"ins{uuid.uuid4().hex[:8]}"
+    token = await bearer(api, kind="client", grants=(("INSERT", f"{ns}.Agent"),))
+    created = await run_as(
+        api,
+        token,
+        'mutation($ns: String!) { createAgent(input: {namespace: $ns, name: "x"})'
+        " { agent { id namespace } } }",
+        ns=ns,
+    )
+    assert created.errors is None, created.errors
+    agent = created.data["createAgent"]["agent"]
+    assert agent["namespace"] == ns
+    again = await run_as(api, token, "query($a: UUID!) { agent(id: $a) { id } }", a=agent["id"])
+    assert again.data == {"agent": None} and codes(again) == ["FORBIDDEN"]
 
 
 async def test_session_reads_without_memory_grant_redact_the_memory_tools(

@@ -46,7 +46,7 @@ async def _populate(api: Api, ns: str, index: int) -> AgentFacts:
     """Two sessions; live and preview records in both scopes; one superseded, one deleted."""
     s = Scenario(api)
     created = await api.ok(CREATE_AGENT, ns=ns, name=f"agent{index}", sessionless=False)
-    agent = s.agent_id = created["createAgent"]["id"]
+    agent = s.agent_id = created["createAgent"]["agent"]["id"]
     await s.publish(memory_config(read=["session", "agent"], write=["session", "agent"]))
     sentinel = f"SENTINEL{ns}x{index}"
     facts = AgentFacts(agent, ns, "", sentinel=sentinel)

@@ -318,7 +318,7 @@ async def test_r25_written_by_names_every_link(api: Api) -> None:
     turn, turn_execution = begun["turn"]["id"], begun["execution"]["id"]
     invocation = (await api.ok(INVOKE, execution=turn_execution, purpose="TURN"))[
         "recordInvocation"
-    ]["id"]
+    ]["invocation"]["id"]
     added = (
         await api.ok(
             """mutation($turn: UUID!, $invocation: UUID!) {

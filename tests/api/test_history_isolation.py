@@ -75,7 +75,9 @@ async def test_r64_search_returns_exactly_what_the_reference_filter_allows(
         turn, number = begun["turn"]["id"], begun["turn"]["number"]
         await s.record(turn, user(text))
         if kind == "failed":
-            await api.ok("mutation($t: UUID!) { failTurn(input: {turnId: $t}) { id } }", t=turn)
+            await api.ok(
+                "mutation($t: UUID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=turn
+            )
             continue
         if kind == "rolled_back":
             await s.rollback(turn)

@@ -170,7 +170,7 @@ async def test_r60_a_helpers_conversation_is_its_own(api: Api) -> None:
     await s.agent(history_config())
     session = await s.session()
     turn = await s.turn(session)
-    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["execution"]["id"]
     await s.record(turn, user("helper task brief"), execution=helper)
     await s.record(turn, user("agent message"))
     await s.commit(turn)
@@ -186,7 +186,7 @@ async def test_r61_only_a_committed_attempt_is_kept(api: Api) -> None:
     failed = await s.turn(session)
     await s.record(failed, user("attempt one says walrus"))
     assert await s.history(session) == []
-    await api.ok("mutation($t: UUID!) { failTurn(input: {turnId: $t}) { id } }", t=failed)
+    await api.ok("mutation($t: UUID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=failed)
     retry = await s.begin(session, retryOf=failed)
     await s.record(retry["turn"]["id"], user("attempt two says narwhal"))
     await s.commit(retry["turn"]["id"])

@@ -145,7 +145,7 @@ async def test_events_need_an_open_turn(api: Api) -> None:
 async def test_events_of_a_helper_name_its_execution(api: Api) -> None:
     """``executionId`` says whose conversation it is; another turn's execution is NOT_FOUND."""
     s, session, turn = await _open(api)
-    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["execution"]["id"]
     recorded = await s.record(turn, user("sub-task"), execution=helper)
     assert recorded[0]["execution"]["id"] == helper
     other = await s.begin(session)

@@ -308,7 +308,7 @@ async def test_a_helper_may_search_history(api: Api) -> None:
     s, session = await _agent(api)
     await s.committed_turn(session, user("the gate code is 4512"))
     turn = await s.turn(session)
-    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["execution"]["id"]
     found = await s.search(turn, "gate code", execution=helper)
     assert found["execution"]["parent"]["id"] == helper
     assert _texts(found["results"]) == ["turn 1, user\nthe gate code is 4512"]

@@ -18,7 +18,7 @@ from tests.conftest import Api
 
 COMMIT_KEYED = """
 mutation($turn: UUID!, $key: String) {
-  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { id status }
+  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 DELETE_KEYED = """
 mutation($turn: UUID!, $id: UUID!, $key: String) {
@@ -133,10 +133,10 @@ async def test_commit_turn_replays_instead_of_conflicting(api: Api) -> None:
     turn = await s.turn(session)
     await s.add(turn, "The customer travels in May")
     key = _key()
-    first = (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"]
+    first = (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"]["turn"]
     assert first == {"id": turn, "status": "COMMITTED"}
     rows = await _rows(api, agent)
-    assert (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"] == first
+    assert (await api.ok(COMMIT_KEYED, turn=turn, key=key))["commitTurn"]["turn"] == first
     assert await _rows(api, agent) == rows
     await _expect(api, "CONFLICT", COMMIT_KEYED, turn=turn)
     another = await s.turn(session)
@@ -181,9 +181,9 @@ async def test_failed_begin_and_commit_store_no_key(api: Api) -> None:
     commit_key = _key()
     await _expect(api, "NOT_FOUND", COMMIT_KEYED, turn=str(uuid.uuid4()), key=commit_key)
     assert await _stored_keys(api, commit_key) == 0
-    assert (await api.ok(COMMIT_KEYED, turn=turn, key=commit_key))["commitTurn"]["status"] == (
-        "COMMITTED"
-    )
+    assert (await api.ok(COMMIT_KEYED, turn=turn, key=commit_key))["commitTurn"]["turn"][
+        "status"
+    ] == ("COMMITTED")
     assert (await _rows(api, agent))["turns"] == 1
 
 

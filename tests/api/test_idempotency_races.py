@@ -29,7 +29,7 @@ mutation($session: UUID!, $key: String) {
 }"""
 CLOSE = """
 mutation($turn: UUID!, $key: String) {
-  %s(input: {turnId: $turn, idempotencyKey: $key}) { id status }
+  %s(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 ADD = """
 mutation($turn: UUID!, $key: String) {

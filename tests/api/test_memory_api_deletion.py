@@ -12,7 +12,7 @@ from tests.api.scenario import READ, Scenario, memory_config, records
 from tests.auth_helpers import bearer, run_as
 from tests.conftest import Api
 
-DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(id: $id) { id status } }"
+DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
 HISTORY = """
 query($id: UUID!) { agentMemory(id: $id) {
   status current { number status summary }

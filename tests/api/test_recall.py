@@ -169,13 +169,13 @@ async def test_r42_a_conversation_is_the_agents_run_or_one_helpers_run(api: Api)
     turn = await s.turn(session)
     work = "is Maria allergic to peanuts?"
     mine = await recall(api, turn, work)
-    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["id"]
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["execution"]["id"]
     theirs = await recall(api, turn, work, execution=helper)
     assert theirs["recorded"] is True and theirs["execution"]["parent"]["id"] == helper
     repeat = await recall(api, turn, work, execution=helper)
     assert repeat["recorded"] is False
     assert repeat["repeatOf"]["id"] == theirs["execution"]["id"]
-    program = (await api.ok(HELPER, turn=turn, kind="PROGRAM"))["startExecution"]["id"]
+    program = (await api.ok(HELPER, turn=turn, kind="PROGRAM"))["startExecution"]["execution"]["id"]
     assert (await recall(api, turn, work, execution=program))["recorded"] is True
     assert (await recall(api, turn, work))["repeatOf"]["id"] == mine["execution"]["id"]
     await s.commit(turn)

@@ -426,4 +426,9 @@ async def test_concurrent_publishes_get_distinct_numbers(api: Api) -> None:
         *(api.execute(PUBLISH, agent=s.agent_id, config=enabled()) for _ in range(4))
     )
     assert all(r.errors is None for r in results), [r.errors for r in results]
-    assert sorted(r.data["publishAgentVersion"]["number"] for r in results) == [1, 2, 3, 4]
+    assert sorted(r.data["publishAgentVersion"]["agentVersion"]["number"] for r in results) == [
+        1,
+        2,
+        3,
+        4,
+    ]

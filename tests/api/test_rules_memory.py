@@ -562,7 +562,9 @@ async def test_r23_helpers_and_programs_read_but_never_write(api: Api, kind: str
     session = await s.session()
     record = await s.committed(EMAIL, session)
     turn = await s.turn(session)
-    helper = (await api.ok(START_EXECUTION, turn=turn, kind=kind))["startExecution"]["id"]
+    helper = (await api.ok(START_EXECUTION, turn=turn, kind=kind))["startExecution"]["execution"][
+        "id"
+    ]
     read = await api.ok(READ_AS, turn=turn, id=record, execution=helper)
     assert read["readMemory"]["sources"] == [{"recordId": record}]
     message = await expect_error(api, ADD, "NOT_ALLOWED", turn=turn, summary="x", execution=helper)
@@ -748,7 +750,9 @@ async def test_r25_every_version_names_who_wrote_it(api: Api) -> None:
     session = await s.session()
     first = await s.begin(session)
     turn1, exec1 = first["turn"]["id"], first["execution"]["id"]
-    inv1 = (await api.ok(INVOKE, execution=exec1, purpose="TURN"))["recordInvocation"]["id"]
+    inv1 = (await api.ok(INVOKE, execution=exec1, purpose="TURN"))["recordInvocation"][
+        "invocation"
+    ]["id"]
     added = (await api.ok(ADD_INVOKED, turn=turn1, summary=OVERDUE, invocation=inv1))["addMemory"]
     record = added["memories"][0]["recordId"]
     await s.commit(turn1)
@@ -756,7 +760,9 @@ async def test_r25_every_version_names_who_wrote_it(api: Api) -> None:
     v2 = (await s.publish(memory_config()))["id"]
     second = await s.begin(session)
     turn2, exec2 = second["turn"]["id"], second["execution"]["id"]
-    inv2 = (await api.ok(INVOKE, execution=exec2, purpose="MEMORY"))["recordInvocation"]["id"]
+    inv2 = (await api.ok(INVOKE, execution=exec2, purpose="MEMORY"))["recordInvocation"][
+        "invocation"
+    ]["id"]
     replaced = (
         await api.ok(ADD_INVOKED, turn=turn2, summary=PHONE, invocation=inv2, replaces=record)
     )["addMemory"]
@@ -787,7 +793,7 @@ async def test_r25_invocation_must_belong_to_the_calling_execution(api: Api) -> 
     other = await s.begin(session)
     foreign = (await api.ok(INVOKE, execution=other["execution"]["id"], purpose="TURN"))[
         "recordInvocation"
-    ]["id"]
+    ]["invocation"]["id"]
     turn = await s.turn(session)
     for invocation in (foreign, str(uuid.uuid4())):
         await expect_error(

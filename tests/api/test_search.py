@@ -388,7 +388,7 @@ async def test_r23_helpers_and_programs_may_search(world: World) -> None:
     api = world.scenario.api
     turn = await world.turn()
     for kind in ("HELPER", "PROGRAM"):
-        helper = (await api.ok(HELPER, turn=turn, kind=kind))["startExecution"]["id"]
+        helper = (await api.ok(HELPER, turn=turn, kind=kind))["startExecution"]["execution"]["id"]
         found = await search(api, turn, query="budget", execution=helper)
         assert found["execution"]["parent"]["id"] == helper
         assert summaries(found)[0] == NOTES[2][0]
@@ -403,7 +403,8 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
     turn, execution = begun["turn"]["id"], begun["execution"]["id"]
     invocation = (await api.ok(
         "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
-        " model: \"m\"}) { id } }", e=execution))["recordInvocation"]["id"]  # fmt: skip
+        " model: \"m\"}) { invocation { id } } }", e=execution)
+    )["recordInvocation"]["invocation"]["id"]  # fmt: skip
     key = f"k-{uuid.uuid4()}"
     first = await search(api, turn, query="budget", invocation=invocation, key=key)
     again = await search(api, turn, query="budget", invocation=invocation, key=key)

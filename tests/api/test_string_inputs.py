@@ -33,15 +33,17 @@ from tests.conftest import Api
 
 FAIL = """
 mutation($turn: UUID!, $error: String) {
-  failTurn(input: {turnId: $turn, error: $error}) { id status }
+  failTurn(input: {turnId: $turn, error: $error}) { turn { id status } }
 }"""
 SESSION = """
 mutation($agent: UUID!, $external: String) {
-  createSession(input: {agentId: $agent, externalId: $external}) { id }
+  createSession(input: {agentId: $agent, externalId: $external}) { session { id } }
 }"""
 PUBLISH = """
 mutation($agent: UUID!, $config: JSON!, $label: String) {
-  publishAgentVersion(input: {agentId: $agent, config: $config, label: $label}) { id }
+  publishAgentVersion(input: {agentId: $agent, config: $config, label: $label}) {
+    agentVersion { id }
+  }
 }"""
 
 
@@ -92,13 +94,16 @@ async def test_nul_or_lone_surrogate_in_any_string_argument_is_bad_input(api: Ap
         assert api.statements == 0, field
     # nothing changed: the turn is still open and fails normally
     data = await api.ok(FAIL, turn=world["turn"], error="boom")
-    assert data["failTurn"]["status"] == "FAILED"
+    assert data["failTurn"]["turn"]["status"] == "FAILED"
 
 
 async def test_nul_in_a_string_literal_is_bad_input(api: Api) -> None:
     """A document's own literal may spell NUL as an escape; it is checked as well."""
     world = await _world(api)
-    query = 'mutation($turn: UUID!) { failTurn(input: {turnId: $turn, error: "a\\u0000b"}) { id } }'
+    query = (
+        "mutation($turn: UUID!) {"
+        ' failTurn(input: {turnId: $turn, error: "a\\u0000b"}) { turn { id } } }'
+    )
     _, ext = await api.error(query, turn=world["turn"])
     assert ext == {"code": "BAD_INPUT", "field": "error"}
 

@@ -37,13 +37,15 @@ mutation($session: UUID, $agent: UUID, $version: UUID) {
 }"""
 FAIL_WITH = """
 mutation($turn: UUID!, $error: String) {
-  failTurn(input: {turnId: $turn, error: $error}) { id status error endedAt }
+  failTurn(input: {turnId: $turn, error: $error}) { turn { id status error endedAt } }
 }"""
 CLOSE_WITH_KEY = """
 mutation($turn: UUID!, $key: String) {
-  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { id status }
+  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
-CREATE_SESSION = "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { id } }"
+CREATE_SESSION = (
+    "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"
+)
 
 
 async def expect_error(api: Api, query: str, code: str, **variables: Any) -> str:
@@ -156,7 +158,7 @@ async def test_commit_closes_the_turn_and_its_executions(api: Api) -> None:
     turn = await s.turn(await s.session())
     await api.ok(START_EXECUTION, turn=turn, kind="HELPER")
     data = await api.ok(COMMIT, turn=turn)
-    assert data["commitTurn"] == {"id": turn, "status": "COMMITTED"}
+    assert data["commitTurn"]["turn"] == {"id": turn, "status": "COMMITTED"}
     view = await turn_view(api, turn)
     assert view["endedAt"] is not None
     assert sorted((e["kind"], e["status"]) for e in view["executions"]) == [
@@ -199,7 +201,7 @@ async def test_rollback_keeps_the_transcript_but_not_the_memory(api: Api) -> Non
     turn = await s.turn(await s.session())
     added = await s.add(turn, OVERDUE)
     data = await api.ok(ROLLBACK, turn=turn)
-    assert data["rollbackTurn"]["status"] == "ROLLED_BACK"
+    assert data["rollbackTurn"]["turn"]["status"] == "ROLLED_BACK"
     view = await turn_view(api, turn)
     assert sorted((e["kind"], e["status"]) for e in view["executions"]) == [
         ("TOOL", "SUCCEEDED"),
@@ -219,9 +221,9 @@ async def test_fail_turn_records_the_error_and_discards_memory(api: Api) -> None
     turn = await s.turn(session)
     await s.add(turn, PHONE, replaces=record)
     data = await api.ok(FAIL_WITH, turn=turn, error="model timed out")
-    assert data["failTurn"]["status"] == "FAILED"
-    assert data["failTurn"]["error"] == "model timed out"
-    assert data["failTurn"]["endedAt"] is not None
+    assert data["failTurn"]["turn"]["status"] == "FAILED"
+    assert data["failTurn"]["turn"]["error"] == "model timed out"
+    assert data["failTurn"]["turn"]["endedAt"] is not None
     assert [(r["id"], r["status"]) for r in await records(api, s.agent_id)] == [(record, "ACTIVE")]
 
 
@@ -398,7 +400,7 @@ async def test_commit_with_an_idempotency_key_may_be_repeated(api: Api) -> None:
     key = f"commit-{uuid.uuid4()}"
     for _ in range(2):
         data = await api.ok(CLOSE_WITH_KEY, turn=turn, key=key)
-        assert data["commitTurn"] == {"id": turn, "status": "COMMITTED"}
+        assert data["commitTurn"]["turn"] == {"id": turn, "status": "COMMITTED"}
 
 
 # Executions and invocations
@@ -413,7 +415,7 @@ async def test_start_execution_records_helpers_and_programs(api: Api) -> None:
     turn, root = begun["turn"]["id"], begun["execution"]["id"]
     helper = (await api.ok(START_EXECUTION, turn=turn, kind="HELPER", name="researcher"))[
         "startExecution"
-    ]
+    ]["execution"]
     assert (helper["kind"], helper["name"], helper["status"], helper["parent"]) == (
         "HELPER",
         "researcher",
@@ -422,7 +424,7 @@ async def test_start_execution_records_helpers_and_programs(api: Api) -> None:
     )
     program = (
         await api.ok(START_EXECUTION, turn=turn, kind="PROGRAM", name="script", parent=helper["id"])
-    )["startExecution"]
+    )["startExecution"]["execution"]
     assert program["parent"] == {"id": helper["id"]}
     children = await api.ok(
         "query($id: UUID!) { execution(id: $id) { children { id kind } } }", id=helper["id"]
@@ -460,7 +462,7 @@ async def test_record_invocation_records_usage_under_its_execution(api: Api) -> 
     turn, root = begun["turn"]["id"], begun["execution"]["id"]
     call = (
         await api.ok(INVOKE, execution=root, purpose="TURN", model="gpt-x", input=120, output=30)
-    )["recordInvocation"]
+    )["recordInvocation"]["invocation"]
     assert {k: call[k] for k in ("purpose", "model", "inputTokens", "outputTokens", "counted")} == {
         "purpose": "TURN",
         "model": "gpt-x",
@@ -468,8 +470,12 @@ async def test_record_invocation_records_usage_under_its_execution(api: Api) -> 
         "outputTokens": 30,
         "counted": True,
     }
-    helper = (await api.ok(START_EXECUTION, turn=turn, kind="HELPER"))["startExecution"]["id"]
-    review = (await api.ok(INVOKE, execution=helper, purpose="MEMORY"))["recordInvocation"]
+    helper = (await api.ok(START_EXECUTION, turn=turn, kind="HELPER"))["startExecution"][
+        "execution"
+    ]["id"]
+    review = (await api.ok(INVOKE, execution=helper, purpose="MEMORY"))["recordInvocation"][
+        "invocation"
+    ]
     assert review["execution"] == {"id": helper} and review["counted"] is True
     view = await turn_view(api, turn)
     by_execution = {e["id"]: [i["id"] for i in e["invocations"]] for e in view["executions"]}

@@ -123,7 +123,7 @@ def test_gql_dsl_builds_valid_queries(schema: GraphQLSchema) -> None:
     query.variable_definitions = variables
     mutation = dsl.DSLMutation(
         ds.Mutation.addMemory.args(input={"turnId": "x", "summary": "y"}).select(
-            ds.MemoryToolPayload.memories.select(ds.MemoryVersion.recordId)
+            ds.AddMemoryPayload.memories.select(ds.MemoryVersion.recordId)
         )
     )
     texts = [dsl.print_ast(dsl.dsl_gql(op).document) for op in (query, mutation)]

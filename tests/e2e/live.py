@@ -15,12 +15,12 @@ from agent_memory_client import (
     AddMemoryInput,
     BeginTurnInput,
     Client,
+    CommitTurnInput,
     CreateAgentInput,
     CreateSessionInput,
+    DeleteMemoryInput,
     LabelInput,
-    MemoryIdInput,
     PublishAgentVersionInput,
-    TurnInput,
 )
 from sqlalchemy.engine import URL
 
@@ -94,7 +94,9 @@ def seed(server: str, database_url: URL) -> Seeded:
     namespace = f"e2e{uuid.uuid4().hex[:8]}"
     [admin] = am(database_url, ["token", "create", "--kind", "admin", "--name", "e2e", "--quiet"])
     with client(server, admin) as api:
-        agent = api.create_agent(CreateAgentInput(namespace=namespace, name="advisor")).create_agent
+        agent = api.create_agent(
+            CreateAgentInput(namespace=namespace, name="advisor")
+        ).create_agent.agent
         api.publish_agent_version(PublishAgentVersionInput(agent_id=agent.id, config=CONFIG))
     [runtime] = am(
         database_url,
@@ -104,8 +106,10 @@ def seed(server: str, database_url: URL) -> Seeded:
         ],
     )
     with client(server, runtime) as api:
-        session = api.create_session(CreateSessionInput(agent_id=agent.id, external_id="chat-1"))
-        turn = api.begin_turn(BeginTurnInput(session_id=session.create_session.id)).begin_turn.turn
+        session = api.create_session(
+            CreateSessionInput(agent_id=agent.id, external_id="chat-1")
+        ).create_session.session
+        turn = api.begin_turn(BeginTurnInput(session_id=session.id)).begin_turn.turn
 
         def add(summary: str, **more: object) -> uuid.UUID:
             payload = api.add_memory(AddMemoryInput(turn_id=turn.id, summary=summary, **more))
@@ -115,14 +119,14 @@ def seed(server: str, database_url: URL) -> Seeded:
         old = add("Prefers email", kind="fact", labels=customer)
         new = add("Prefers phone calls after 5pm", kind="fact", replaces=old)
         temp = add("Asked about fees once", kind="event")
-        api.delete_memory(MemoryIdInput(turn_id=turn.id, id=temp))
+        api.delete_memory(DeleteMemoryInput(turn_id=turn.id, id=temp))
         add("Banks at the Baixa branch", kind="fact", labels=customer)
-        api.commit_turn(TurnInput(turn_id=turn.id))
+        api.commit_turn(CommitTurnInput(turn_id=turn.id))
     return Seeded(
         namespace=namespace,
-        agent_id=agent.id,
+        agent_id=uuid.UUID(agent.id),  # a global id is the UUID as text
         agent_name=agent.name,
-        session_id=session.create_session.id,
+        session_id=uuid.UUID(session.id),
         runtime_token=runtime,
         replaced_id=old,
         correction_id=new,

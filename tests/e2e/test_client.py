@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 
 import agent_memory_client_async as aio
 import pytest
@@ -15,6 +16,7 @@ from agent_memory_client import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     ConversationEventInput,
     ConversationEventType,
@@ -23,15 +25,15 @@ from agent_memory_client import (
     MemoryCandidateInput,
     MemoryDecisionAction,
     MemoryDecisionInput,
-    MemoryIdInput,
     MemoryStatus,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     Scope,
     SearchHistoryInput,
     SearchMemoryInput,
-    TurnInput,
     TurnStatus,
 )
 from sqlalchemy.engine import URL
@@ -76,7 +78,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         recalled = api.recall(RecallInput(turn_id=turn, query="Baixa branch")).recall
         assert "Banks at the Baixa branch" in recalled.text
 
-        read = api.read_memory(MemoryIdInput(turn_id=turn, id=seeded.replaced_id)).read_memory
+        read = api.read_memory(ReadMemoryInput(turn_id=turn, id=seeded.replaced_id)).read_memory
         assert [v.status for v in read.sources] == [MemoryStatus.SUPERSEDED]
 
         events = api.record_events(
@@ -119,7 +121,7 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         ).apply_memory_review
         assert applied.decisions[0].applied is MemoryDecisionAction.SKIP
 
-        committed = api.commit_turn(TurnInput(turn_id=turn)).commit_turn
+        committed = api.commit_turn(CommitTurnInput(turn_id=turn)).commit_turn.turn
         assert committed.status is TurnStatus.COMMITTED and committed.ended_at is not None
 
         later = api.begin_turn(BeginTurnInput(session_id=seeded.session_id)).begin_turn
@@ -129,11 +131,11 @@ def test_a_runtime_turn_with_the_sync_client(server: str, seeded: Seeded) -> Non
         ).search_history.results
         assert any("Rex" in h.text for h in history)
         api.add_memory(AddMemoryInput(turn_id=later.turn.id, summary="A wrong guess"))
-        rolled = api.rollback_turn(TurnInput(turn_id=later.turn.id)).rollback_turn
+        rolled = api.rollback_turn(RollbackTurnInput(turn_id=later.turn.id)).rollback_turn.turn
         assert rolled.status is TurnStatus.ROLLED_BACK and rolled.memories == []
 
         with pytest.raises(GraphQLClientGraphQLMultiError) as failed:
-            api.commit_turn(TurnInput(turn_id=later.turn.id))
+            api.commit_turn(CommitTurnInput(turn_id=later.turn.id))
         assert failed.value.errors[0].extensions
 
 
@@ -149,10 +151,11 @@ async def test_dashboard_reads_with_the_async_client(
         assert [a.node.name for a in agents] == [seeded.agent_name]
 
         agent = (await api.agent_memory_records(seeded.agent_id, 50)).agent
-        records = {e.node.id: e.node for e in agent.memory_records.edges}
+        assert agent is not None  # a lookup that fails is null, its error raised
+        records = {uuid.UUID(e.node.id): e.node for e in agent.memory_records.edges}
         old = records[seeded.replaced_id]
         assert old.status is aio.MemoryStatus.SUPERSEDED
-        assert old.replaced_by is not None and old.replaced_by.id == seeded.correction_id
+        assert old.replaced_by is not None and uuid.UUID(old.replaced_by.id) == seeded.correction_id
         assert [(v.number, v.status) for v in old.versions] == [
             (1, aio.MemoryStatus.ACTIVE),
             (2, aio.MemoryStatus.SUPERSEDED),
@@ -163,7 +166,8 @@ async def test_dashboard_reads_with_the_async_client(
         assert [v.status for v in deleted.versions][-1] is aio.MemoryStatus.DELETED
 
         detail = (await api.memory_record_detail(seeded.correction_id)).agent_memory
-        assert detail.replaces is not None and detail.replaces.id == seeded.replaced_id
+        assert detail is not None
+        assert detail.replaces is not None and uuid.UUID(detail.replaces.id) == seeded.replaced_id
         assert detail.versions[0].written_by.session is not None
         assert detail.versions[0].written_by.session.external_id == "chat-1"
 

@@ -301,7 +301,7 @@ async def test_only_json_posts_are_executed(
 ) -> None:
     """A form or text/plain POST is what a browser sends cross-site without a preflight;
     a GET could be a link. Neither runs, mutation or query."""
-    mutation = 'mutation { createAgent(input: {namespace: "nsget", name: "x"}) { id } }'
+    mutation = 'mutation { createAgent(input: {namespace: "nsget", name: "x"}) { agent { id } } }'
     body = json.dumps({"query": mutation})
     headers = {"content-type": content_type} if content_type else {}
     with statements(database) as sent:

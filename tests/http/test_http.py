@@ -115,11 +115,13 @@ async def test_post_graphql_runs_the_walkthrough(client: httpx.AsyncClient) -> N
     ns = f"http{uuid.uuid4().hex[:10]}"
     agent = (await _ok(client, CREATE_AGENT, ns=ns, name="agent", sessionless=False))[
         "createAgent"
-    ]["id"]
+    ]["agent"]["id"]
     config = memory_config(read=["session", "agent"], write=["session", "agent"])
-    version = (await _ok(client, PUBLISH, agent=agent, config=config))["publishAgentVersion"]
+    version = (await _ok(client, PUBLISH, agent=agent, config=config))["publishAgentVersion"][
+        "agentVersion"
+    ]
     assert version["number"] == 1
-    session = (await _ok(client, CREATE_SESSION, agent=agent))["createSession"]["id"]
+    session = (await _ok(client, CREATE_SESSION, agent=agent))["createSession"]["session"]["id"]
     begun = (await _ok(client, BEGIN, session=session))["beginTurn"]
     assert begun["turn"]["status"] == "OPEN" and begun["turn"]["number"] == 1
     turn = begun["turn"]["id"]
@@ -130,7 +132,7 @@ async def test_post_graphql_runs_the_walkthrough(client: httpx.AsyncClient) -> N
     record = added["memories"][0]["recordId"]
     staged = await _error(client, RECORD, id=record)
     assert staged["extensions"]["code"] == "NOT_FOUND"
-    committed = (await _ok(client, COMMIT, turn=turn))["commitTurn"]
+    committed = (await _ok(client, COMMIT, turn=turn))["commitTurn"]["turn"]
     assert committed == {"id": turn, "status": "COMMITTED"}
     read = (await _ok(client, RECORD, id=record))["agentMemory"]
     assert read == {
@@ -144,7 +146,9 @@ async def test_post_graphql_runs_the_walkthrough(client: httpx.AsyncClient) -> N
 async def test_get_cannot_run_a_mutation(client: httpx.AsyncClient) -> None:
     """A GET must never change anything: the mutation is refused and creates nothing."""
     ns = f"get{uuid.uuid4().hex[:10]}"
-    mutation = f'mutation {{ createAgent(input: {{namespace: "{ns}", name: "a"}}) {{ id }} }}'
+    mutation = (
+        f'mutation {{ createAgent(input: {{namespace: "{ns}", name: "a"}}) {{ agent {{ id }} }} }}'
+    )
     response = await client.get("/graphql", params={"query": mutation})
     assert response.status_code in (400, 405), response.text
     lookup = f'{{ agent(namespace: "{ns}", name: "a") {{ id }} }}'
@@ -211,7 +215,7 @@ async def test_internal_error_is_masked(
         body = await _post(
             client, "query($id: UUID!) { agentMemory(id: $id) { id } }", id=str(uuid.uuid4())
         )
-    assert body["data"] is None
+    assert body["data"] == {"agentMemory": None}  # a lookup that fails nulls its field
     assert body["errors"] == [
         {
             "message": "Internal server error.",

@@ -40,7 +40,7 @@ mutation($turn: UUID!, $summary: String!, $key: String) {
 }"""
 COMMIT = """
 mutation($turn: UUID!, $key: String) {
-  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { id status }
+  commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 
 
@@ -124,7 +124,7 @@ class Writer:
             if data is None:
                 assert await self._status(turn) == "open", "a TIMEOUT commitTurn committed"
                 continue
-            assert data["commitTurn"]["status"] == "COMMITTED"
+            assert data["commitTurn"]["turn"]["status"] == "COMMITTED"
             assert await self._status(turn) == "committed"
             return
 

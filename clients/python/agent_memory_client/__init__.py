@@ -59,7 +59,7 @@ from .begin_turn import (
     BeginTurnBeginTurnTurn,
 )
 from .client import Client
-from .commit_turn import CommitTurn, CommitTurnCommitTurn
+from .commit_turn import CommitTurn, CommitTurnCommitTurn, CommitTurnCommitTurnTurn
 from .compare_memory_candidates import (
     CompareMemoryCandidates,
     CompareMemoryCandidatesCompareMemoryCandidates,
@@ -69,8 +69,16 @@ from .compare_memory_candidates import (
     CompareMemoryCandidatesCompareMemoryCandidatesCandidatesSimilar,
     CompareMemoryCandidatesCompareMemoryCandidatesCandidatesSimilarVersion,
 )
-from .create_agent import CreateAgent, CreateAgentCreateAgent
-from .create_session import CreateSession, CreateSessionCreateSession
+from .create_agent import (
+    CreateAgent,
+    CreateAgentCreateAgent,
+    CreateAgentCreateAgentAgent,
+)
+from .create_session import (
+    CreateSession,
+    CreateSessionCreateSession,
+    CreateSessionCreateSessionSession,
+)
 from .delete_memory import (
     DeleteMemory,
     DeleteMemoryDeleteMemory,
@@ -112,25 +120,28 @@ from .input_types import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     ConversationEventInput,
     CreateAgentInput,
     CreateSessionInput,
+    DeleteAgentMemoryInput,
+    DeleteMemoryInput,
     FailTurnInput,
     LabelInput,
     MemoryCandidateInput,
     MemoryDecisionInput,
-    MemoryIdInput,
     MemoryRecordFilter,
     PublishAgentVersionInput,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
     StartExecutionInput,
     ToolCallInput,
-    TurnInput,
 )
 from .memory_record_detail import (
     MemoryRecordDetail,
@@ -149,6 +160,7 @@ from .namespaces import Namespaces
 from .publish_agent_version import (
     PublishAgentVersion,
     PublishAgentVersionPublishAgentVersion,
+    PublishAgentVersionPublishAgentVersionAgentVersion,
 )
 from .read_memory import (
     ReadMemory,
@@ -168,11 +180,16 @@ from .record_events import (
     RecordEventsRecordEvents,
     RecordEventsRecordEventsEvents,
 )
-from .record_invocation import RecordInvocation, RecordInvocationRecordInvocation
+from .record_invocation import (
+    RecordInvocation,
+    RecordInvocationRecordInvocation,
+    RecordInvocationRecordInvocationInvocation,
+)
 from .rollback_turn import (
     RollbackTurn,
     RollbackTurnRollbackTurn,
-    RollbackTurnRollbackTurnMemories,
+    RollbackTurnRollbackTurnTurn,
+    RollbackTurnRollbackTurnTurnMemories,
 )
 from .search_agent_memory import SearchAgentMemory, SearchAgentMemorySearchAgentMemory
 from .search_history import (
@@ -251,6 +268,8 @@ __all__ = [
     "Client",
     "CommitTurn",
     "CommitTurnCommitTurn",
+    "CommitTurnCommitTurnTurn",
+    "CommitTurnInput",
     "CompareMemoryCandidates",
     "CompareMemoryCandidatesCompareMemoryCandidates",
     "CompareMemoryCandidatesCompareMemoryCandidatesCandidates",
@@ -263,14 +282,18 @@ __all__ = [
     "ConversationEventType",
     "CreateAgent",
     "CreateAgentCreateAgent",
+    "CreateAgentCreateAgentAgent",
     "CreateAgentInput",
     "CreateSession",
     "CreateSessionCreateSession",
+    "CreateSessionCreateSessionSession",
     "CreateSessionInput",
+    "DeleteAgentMemoryInput",
     "DeleteMemory",
     "DeleteMemoryDeleteMemory",
     "DeleteMemoryDeleteMemoryExecution",
     "DeleteMemoryDeleteMemoryMemories",
+    "DeleteMemoryInput",
     "ExecutionKind",
     "ExecutionStatus",
     "FailTurnInput",
@@ -286,7 +309,6 @@ __all__ = [
     "MemoryCandidateInput",
     "MemoryDecisionAction",
     "MemoryDecisionInput",
-    "MemoryIdInput",
     "MemoryRecordDetail",
     "MemoryRecordDetailAgentMemory",
     "MemoryRecordDetailAgentMemoryReplacedBy",
@@ -308,7 +330,9 @@ __all__ = [
     "PublishAgentVersion",
     "PublishAgentVersionInput",
     "PublishAgentVersionPublishAgentVersion",
+    "PublishAgentVersionPublishAgentVersionAgentVersion",
     "ReadMemory",
+    "ReadMemoryInput",
     "ReadMemoryReadMemory",
     "ReadMemoryReadMemoryExecution",
     "ReadMemoryReadMemorySources",
@@ -325,9 +349,12 @@ __all__ = [
     "RecordInvocation",
     "RecordInvocationInput",
     "RecordInvocationRecordInvocation",
+    "RecordInvocationRecordInvocationInvocation",
     "RollbackTurn",
+    "RollbackTurnInput",
     "RollbackTurnRollbackTurn",
-    "RollbackTurnRollbackTurnMemories",
+    "RollbackTurnRollbackTurnTurn",
+    "RollbackTurnRollbackTurnTurnMemories",
     "Scope",
     "SearchAgentMemory",
     "SearchAgentMemorySearchAgentMemory",
@@ -355,6 +382,5 @@ __all__ = [
     "ToolCallInput",
     "TranscriptEventKind",
     "TurnFields",
-    "TurnInput",
     "TurnStatus",
 ]

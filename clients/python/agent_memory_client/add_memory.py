@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -16,7 +14,7 @@ class AddMemoryAddMemory(BaseModel):
 
 
 class AddMemoryAddMemoryExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 AddMemoryAddMemoryMemories = MemoryVersionFields

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -8,17 +7,18 @@ from .base_model import BaseModel
 
 
 class AgentSessions(BaseModel):
-    agent: "AgentSessionsAgent"
+    agent: Optional["AgentSessionsAgent"]
 
 
 class AgentSessionsAgent(BaseModel):
-    id: UUID
+    id: str
     sessions: "AgentSessionsAgentSessions"
 
 
 class AgentSessionsAgentSessions(BaseModel):
     edges: list["AgentSessionsAgentSessionsEdges"]
     page_info: "AgentSessionsAgentSessionsPageInfo" = Field(alias="pageInfo")
+    total_count: Optional[int] = Field(alias="totalCount")
 
 
 class AgentSessionsAgentSessionsEdges(BaseModel):
@@ -26,13 +26,15 @@ class AgentSessionsAgentSessionsEdges(BaseModel):
 
 
 class AgentSessionsAgentSessionsEdgesNode(BaseModel):
-    id: UUID
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
     created_at: datetime = Field(alias="createdAt")
 
 
 class AgentSessionsAgentSessionsPageInfo(BaseModel):
     has_next_page: bool = Field(alias="hasNextPage")
+    has_previous_page: bool = Field(alias="hasPreviousPage")
+    start_cursor: Optional[str] = Field(alias="startCursor")
     end_cursor: Optional[str] = Field(alias="endCursor")
 
 

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -21,7 +20,7 @@ class AgentsAgentsEdges(BaseModel):
 
 
 class AgentsAgentsEdgesNode(BaseModel):
-    id: UUID
+    id: str
     namespace: str
     name: str
     sessionless: bool

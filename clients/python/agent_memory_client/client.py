@@ -20,19 +20,21 @@ from .input_types import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     CreateAgentInput,
     CreateSessionInput,
+    DeleteMemoryInput,
     LabelInput,
-    MemoryIdInput,
     MemoryRecordFilter,
     PublishAgentVersionInput,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
-    TurnInput,
 )
 from .memory_record_detail import MemoryRecordDetail
 from .namespaces import Namespaces
@@ -57,11 +59,13 @@ class Client(BaseClient):
         query = gql("""
             mutation CreateAgent($input: CreateAgentInput!) {
               createAgent(input: $input) {
-                id
-                namespace
-                name
-                sessionless
-                createdAt
+                agent {
+                  id
+                  namespace
+                  name
+                  sessionless
+                  createdAt
+                }
               }
             }
             """)
@@ -78,11 +82,13 @@ class Client(BaseClient):
         query = gql("""
             mutation PublishAgentVersion($input: PublishAgentVersionInput!) {
               publishAgentVersion(input: $input) {
-                id
-                number
-                label
-                config
-                effectiveMemoryConfig
+                agentVersion {
+                  id
+                  number
+                  label
+                  config
+                  effectiveMemoryConfig
+                }
               }
             }
             """)
@@ -199,8 +205,11 @@ class Client(BaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -323,8 +332,11 @@ class Client(BaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -369,8 +381,11 @@ class Client(BaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -467,9 +482,11 @@ class Client(BaseClient):
         query = gql("""
             mutation CreateSession($input: CreateSessionInput!) {
               createSession(input: $input) {
-                id
-                externalId
-                createdAt
+                session {
+                  id
+                  externalId
+                  createdAt
+                }
               }
             }
             """)
@@ -675,9 +692,9 @@ class Client(BaseClient):
         data = self.get_data(response)
         return Recall.model_validate(data)
 
-    def read_memory(self, input: MemoryIdInput, **kwargs: Any) -> ReadMemory:
+    def read_memory(self, input: ReadMemoryInput, **kwargs: Any) -> ReadMemory:
         query = gql("""
-            mutation ReadMemory($input: MemoryIdInput!) {
+            mutation ReadMemory($input: ReadMemoryInput!) {
               readMemory(input: $input) {
                 execution {
                   id
@@ -707,9 +724,9 @@ class Client(BaseClient):
         data = self.get_data(response)
         return ReadMemory.model_validate(data)
 
-    def delete_memory(self, input: MemoryIdInput, **kwargs: Any) -> DeleteMemory:
+    def delete_memory(self, input: DeleteMemoryInput, **kwargs: Any) -> DeleteMemory:
         query = gql("""
-            mutation DeleteMemory($input: MemoryIdInput!) {
+            mutation DeleteMemory($input: DeleteMemoryInput!) {
               deleteMemory(input: $input) {
                 execution {
                   id
@@ -911,12 +928,14 @@ class Client(BaseClient):
         query = gql("""
             mutation RecordInvocation($input: RecordInvocationInput!) {
               recordInvocation(input: $input) {
-                id
-                purpose
-                model
-                inputTokens
-                outputTokens
-                counted
+                invocation {
+                  id
+                  purpose
+                  model
+                  inputTokens
+                  outputTokens
+                  counted
+                }
               }
             }
             """)
@@ -930,11 +949,13 @@ class Client(BaseClient):
         data = self.get_data(response)
         return RecordInvocation.model_validate(data)
 
-    def commit_turn(self, input: TurnInput, **kwargs: Any) -> CommitTurn:
+    def commit_turn(self, input: CommitTurnInput, **kwargs: Any) -> CommitTurn:
         query = gql("""
-            mutation CommitTurn($input: TurnInput!) {
+            mutation CommitTurn($input: CommitTurnInput!) {
               commitTurn(input: $input) {
-                ...TurnFields
+                turn {
+                  ...TurnFields
+                }
               }
             }
 
@@ -956,13 +977,15 @@ class Client(BaseClient):
         data = self.get_data(response)
         return CommitTurn.model_validate(data)
 
-    def rollback_turn(self, input: TurnInput, **kwargs: Any) -> RollbackTurn:
+    def rollback_turn(self, input: RollbackTurnInput, **kwargs: Any) -> RollbackTurn:
         query = gql("""
-            mutation RollbackTurn($input: TurnInput!) {
+            mutation RollbackTurn($input: RollbackTurnInput!) {
               rollbackTurn(input: $input) {
-                ...TurnFields
-                memories {
-                  id
+                turn {
+                  ...TurnFields
+                  memories {
+                    id
+                  }
                 }
               }
             }

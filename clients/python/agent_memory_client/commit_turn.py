@@ -8,5 +8,10 @@ class CommitTurn(BaseModel):
     commit_turn: "CommitTurnCommitTurn" = Field(alias="commitTurn")
 
 
-CommitTurnCommitTurn = TurnFields
+class CommitTurnCommitTurn(BaseModel):
+    turn: "CommitTurnCommitTurnTurn"
+
+
+CommitTurnCommitTurnTurn = TurnFields
 CommitTurn.model_rebuild()
+CommitTurnCommitTurn.model_rebuild()

@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -16,7 +14,7 @@ class DeleteMemoryDeleteMemory(BaseModel):
 
 
 class DeleteMemoryDeleteMemoryExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 DeleteMemoryDeleteMemoryMemories = MemoryVersionFields

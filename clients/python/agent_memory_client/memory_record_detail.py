@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -17,11 +16,11 @@ from .fragments import MemoryVersionFields
 
 
 class MemoryRecordDetail(BaseModel):
-    agent_memory: "MemoryRecordDetailAgentMemory" = Field(alias="agentMemory")
+    agent_memory: Optional["MemoryRecordDetailAgentMemory"] = Field(alias="agentMemory")
 
 
 class MemoryRecordDetailAgentMemory(BaseModel):
-    id: UUID
+    id: str
     scope: Scope
     status: MemoryStatus
     preview: bool
@@ -35,11 +34,11 @@ class MemoryRecordDetailAgentMemory(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryReplaces(BaseModel):
-    id: UUID
+    id: str
 
 
 class MemoryRecordDetailAgentMemoryReplacedBy(BaseModel):
-    id: UUID
+    id: str
 
 
 class MemoryRecordDetailAgentMemoryVersions(MemoryVersionFields):
@@ -59,7 +58,7 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenBy(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByExecution(BaseModel):
-    id: UUID
+    id: str
     kind: ExecutionKind
     name: str
     status: ExecutionStatus
@@ -71,14 +70,14 @@ class MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation(BaseModel):
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenByTurn(BaseModel):
-    id: UUID
+    id: str
     number: int
     attempt: int
     status: TurnStatus
 
 
 class MemoryRecordDetailAgentMemoryVersionsWrittenBySession(BaseModel):
-    id: UUID
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
 
 

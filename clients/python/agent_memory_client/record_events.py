@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -16,7 +15,7 @@ class RecordEventsRecordEvents(BaseModel):
 
 
 class RecordEventsRecordEventsEvents(BaseModel):
-    id: UUID
+    id: str
     sequence: int
     type_: TranscriptEventKind = Field(alias="type")
     tool_name: Optional[str] = Field(alias="toolName")

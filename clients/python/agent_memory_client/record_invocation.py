@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -13,7 +11,11 @@ class RecordInvocation(BaseModel):
 
 
 class RecordInvocationRecordInvocation(BaseModel):
-    id: UUID
+    invocation: "RecordInvocationRecordInvocationInvocation"
+
+
+class RecordInvocationRecordInvocationInvocation(BaseModel):
+    id: str
     purpose: InvocationPurpose
     model: str
     input_tokens: int = Field(alias="inputTokens")
@@ -22,3 +24,4 @@ class RecordInvocationRecordInvocation(BaseModel):
 
 
 RecordInvocation.model_rebuild()
+RecordInvocationRecordInvocation.model_rebuild()

@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -10,13 +8,18 @@ class RollbackTurn(BaseModel):
     rollback_turn: "RollbackTurnRollbackTurn" = Field(alias="rollbackTurn")
 
 
-class RollbackTurnRollbackTurn(TurnFields):
-    memories: list["RollbackTurnRollbackTurnMemories"]
+class RollbackTurnRollbackTurn(BaseModel):
+    turn: "RollbackTurnRollbackTurnTurn"
 
 
-class RollbackTurnRollbackTurnMemories(BaseModel):
-    id: UUID
+class RollbackTurnRollbackTurnTurn(TurnFields):
+    memories: list["RollbackTurnRollbackTurnTurnMemories"]
+
+
+class RollbackTurnRollbackTurnTurnMemories(BaseModel):
+    id: str
 
 
 RollbackTurn.model_rebuild()
 RollbackTurnRollbackTurn.model_rebuild()
+RollbackTurnRollbackTurnTurn.model_rebuild()

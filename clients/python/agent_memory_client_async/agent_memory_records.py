@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -10,11 +9,11 @@ from .fragments import MemoryVersionFields
 
 
 class AgentMemoryRecords(BaseModel):
-    agent: "AgentMemoryRecordsAgent"
+    agent: Optional["AgentMemoryRecordsAgent"]
 
 
 class AgentMemoryRecordsAgent(BaseModel):
-    id: UUID
+    id: str
     namespace: str
     name: str
     memory_records: "AgentMemoryRecordsAgentMemoryRecords" = Field(
@@ -25,6 +24,7 @@ class AgentMemoryRecordsAgent(BaseModel):
 class AgentMemoryRecordsAgentMemoryRecords(BaseModel):
     edges: list["AgentMemoryRecordsAgentMemoryRecordsEdges"]
     page_info: "AgentMemoryRecordsAgentMemoryRecordsPageInfo" = Field(alias="pageInfo")
+    total_count: Optional[int] = Field(alias="totalCount")
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdges(BaseModel):
@@ -32,7 +32,7 @@ class AgentMemoryRecordsAgentMemoryRecordsEdges(BaseModel):
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNode(BaseModel):
-    id: UUID
+    id: str
     scope: Scope
     status: MemoryStatus
     preview: bool
@@ -68,13 +68,13 @@ class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenBy(BaseModel):
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByExecution(
     BaseModel
 ):
-    id: UUID
+    id: str
     kind: ExecutionKind
     name: str
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByTurn(BaseModel):
-    id: UUID
+    id: str
     number: int
 
 
@@ -85,15 +85,17 @@ class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByApiDeletion(
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplaces(BaseModel):
-    id: UUID
+    id: str
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplacedBy(BaseModel):
-    id: UUID
+    id: str
 
 
 class AgentMemoryRecordsAgentMemoryRecordsPageInfo(BaseModel):
     has_next_page: bool = Field(alias="hasNextPage")
+    has_previous_page: bool = Field(alias="hasPreviousPage")
+    start_cursor: Optional[str] = Field(alias="startCursor")
     end_cursor: Optional[str] = Field(alias="endCursor")
 
 

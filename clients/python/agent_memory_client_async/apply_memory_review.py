@@ -22,7 +22,7 @@ class ApplyMemoryReviewApplyMemoryReview(BaseModel):
 
 
 class ApplyMemoryReviewApplyMemoryReviewReview(BaseModel):
-    id: UUID
+    id: str
     status: MemoryReviewStatus
     applied_at: Optional[datetime] = Field(alias="appliedAt")
 

@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -24,7 +23,7 @@ class BeginMemoryReviewBeginMemoryReview(BaseModel):
 
 
 class BeginMemoryReviewBeginMemoryReviewReview(BaseModel):
-    id: UUID
+    id: str
     status: MemoryReviewStatus
     after_turn: int = Field(alias="afterTurn")
     through_turn: int = Field(alias="throughTurn")
@@ -32,7 +31,7 @@ class BeginMemoryReviewBeginMemoryReviewReview(BaseModel):
 
 
 class BeginMemoryReviewBeginMemoryReviewReviewExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 class BeginMemoryReviewBeginMemoryReviewConversation(BaseModel):

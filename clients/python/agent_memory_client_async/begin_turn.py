@@ -21,7 +21,7 @@ BeginTurnBeginTurnTurn = TurnFields
 
 
 class BeginTurnBeginTurnExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 class BeginTurnBeginTurnPinned(BaseModel):

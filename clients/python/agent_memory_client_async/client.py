@@ -20,19 +20,21 @@ from .input_types import (
     ApplyMemoryReviewInput,
     BeginMemoryReviewInput,
     BeginTurnInput,
+    CommitTurnInput,
     CompareMemoryCandidatesInput,
     CreateAgentInput,
     CreateSessionInput,
+    DeleteMemoryInput,
     LabelInput,
-    MemoryIdInput,
     MemoryRecordFilter,
     PublishAgentVersionInput,
+    ReadMemoryInput,
     RecallInput,
     RecordEventsInput,
     RecordInvocationInput,
+    RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
-    TurnInput,
 )
 from .memory_record_detail import MemoryRecordDetail
 from .namespaces import Namespaces
@@ -57,11 +59,13 @@ class Client(AsyncBaseClient):
         query = gql("""
             mutation CreateAgent($input: CreateAgentInput!) {
               createAgent(input: $input) {
-                id
-                namespace
-                name
-                sessionless
-                createdAt
+                agent {
+                  id
+                  namespace
+                  name
+                  sessionless
+                  createdAt
+                }
               }
             }
             """)
@@ -78,11 +82,13 @@ class Client(AsyncBaseClient):
         query = gql("""
             mutation PublishAgentVersion($input: PublishAgentVersionInput!) {
               publishAgentVersion(input: $input) {
-                id
-                number
-                label
-                config
-                effectiveMemoryConfig
+                agentVersion {
+                  id
+                  number
+                  label
+                  config
+                  effectiveMemoryConfig
+                }
               }
             }
             """)
@@ -199,8 +205,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -323,8 +332,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -369,8 +381,11 @@ class Client(AsyncBaseClient):
                   }
                   pageInfo {
                     hasNextPage
+                    hasPreviousPage
+                    startCursor
                     endCursor
                   }
+                  totalCount
                 }
               }
             }
@@ -469,9 +484,11 @@ class Client(AsyncBaseClient):
         query = gql("""
             mutation CreateSession($input: CreateSessionInput!) {
               createSession(input: $input) {
-                id
-                externalId
-                createdAt
+                session {
+                  id
+                  externalId
+                  createdAt
+                }
               }
             }
             """)
@@ -681,9 +698,9 @@ class Client(AsyncBaseClient):
         data = self.get_data(response)
         return Recall.model_validate(data)
 
-    async def read_memory(self, input: MemoryIdInput, **kwargs: Any) -> ReadMemory:
+    async def read_memory(self, input: ReadMemoryInput, **kwargs: Any) -> ReadMemory:
         query = gql("""
-            mutation ReadMemory($input: MemoryIdInput!) {
+            mutation ReadMemory($input: ReadMemoryInput!) {
               readMemory(input: $input) {
                 execution {
                   id
@@ -713,9 +730,11 @@ class Client(AsyncBaseClient):
         data = self.get_data(response)
         return ReadMemory.model_validate(data)
 
-    async def delete_memory(self, input: MemoryIdInput, **kwargs: Any) -> DeleteMemory:
+    async def delete_memory(
+        self, input: DeleteMemoryInput, **kwargs: Any
+    ) -> DeleteMemory:
         query = gql("""
-            mutation DeleteMemory($input: MemoryIdInput!) {
+            mutation DeleteMemory($input: DeleteMemoryInput!) {
               deleteMemory(input: $input) {
                 execution {
                   id
@@ -919,12 +938,14 @@ class Client(AsyncBaseClient):
         query = gql("""
             mutation RecordInvocation($input: RecordInvocationInput!) {
               recordInvocation(input: $input) {
-                id
-                purpose
-                model
-                inputTokens
-                outputTokens
-                counted
+                invocation {
+                  id
+                  purpose
+                  model
+                  inputTokens
+                  outputTokens
+                  counted
+                }
               }
             }
             """)
@@ -938,11 +959,13 @@ class Client(AsyncBaseClient):
         data = self.get_data(response)
         return RecordInvocation.model_validate(data)
 
-    async def commit_turn(self, input: TurnInput, **kwargs: Any) -> CommitTurn:
+    async def commit_turn(self, input: CommitTurnInput, **kwargs: Any) -> CommitTurn:
         query = gql("""
-            mutation CommitTurn($input: TurnInput!) {
+            mutation CommitTurn($input: CommitTurnInput!) {
               commitTurn(input: $input) {
-                ...TurnFields
+                turn {
+                  ...TurnFields
+                }
               }
             }
 
@@ -964,13 +987,17 @@ class Client(AsyncBaseClient):
         data = self.get_data(response)
         return CommitTurn.model_validate(data)
 
-    async def rollback_turn(self, input: TurnInput, **kwargs: Any) -> RollbackTurn:
+    async def rollback_turn(
+        self, input: RollbackTurnInput, **kwargs: Any
+    ) -> RollbackTurn:
         query = gql("""
-            mutation RollbackTurn($input: TurnInput!) {
+            mutation RollbackTurn($input: RollbackTurnInput!) {
               rollbackTurn(input: $input) {
-                ...TurnFields
-                memories {
-                  id
+                turn {
+                  ...TurnFields
+                  memories {
+                    id
+                  }
                 }
               }
             }

@@ -1,5 +1,4 @@
 from datetime import datetime
-from uuid import UUID
 
 from pydantic import Field
 
@@ -11,7 +10,11 @@ class CreateAgent(BaseModel):
 
 
 class CreateAgentCreateAgent(BaseModel):
-    id: UUID
+    agent: "CreateAgentCreateAgentAgent"
+
+
+class CreateAgentCreateAgentAgent(BaseModel):
+    id: str
     namespace: str
     name: str
     sessionless: bool
@@ -19,3 +22,4 @@ class CreateAgentCreateAgent(BaseModel):
 
 
 CreateAgent.model_rebuild()
+CreateAgentCreateAgent.model_rebuild()

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -12,9 +11,14 @@ class CreateSession(BaseModel):
 
 
 class CreateSessionCreateSession(BaseModel):
-    id: UUID
+    session: "CreateSessionCreateSessionSession"
+
+
+class CreateSessionCreateSessionSession(BaseModel):
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
     created_at: datetime = Field(alias="createdAt")
 
 
 CreateSession.model_rebuild()
+CreateSessionCreateSession.model_rebuild()

@@ -9,7 +9,7 @@ from .enums import MemoryStatus, Scope, TurnStatus
 
 
 class MemoryVersionFields(BaseModel):
-    id: UUID
+    id: str
     record_id: UUID = Field(alias="recordId")
     number: int
     status: MemoryStatus
@@ -33,7 +33,7 @@ class SearchResultFieldsVersion(MemoryVersionFields):
 
 
 class SearchResultFieldsRecord(BaseModel):
-    id: UUID
+    id: str
     scope: Scope
     status: MemoryStatus
     pinned: bool
@@ -41,7 +41,7 @@ class SearchResultFieldsRecord(BaseModel):
 
 
 class TurnFields(BaseModel):
-    id: UUID
+    id: str
     number: int
     attempt: int
     status: TurnStatus

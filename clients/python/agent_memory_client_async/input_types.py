@@ -82,6 +82,15 @@ class BeginTurnInput(BaseModel):
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
+class CommitTurnInput(BaseModel):
+    """The turn to commit."""
+
+    turn_id: UUID = Field(alias="turnId")
+    "The open turn."
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
+
+
 class CompareMemoryCandidatesInput(BaseModel):
     """Find the memories most like each candidate."""
 
@@ -132,6 +141,28 @@ class CreateSessionInput(BaseModel):
     "The caller's own id for the session; null: none."
 
 
+class DeleteAgentMemoryInput(BaseModel):
+    """The memory record to delete."""
+
+    id: UUID
+    "The record's id."
+
+
+class DeleteMemoryInput(BaseModel):
+    """The delete_memory tool's arguments: the record to delete."""
+
+    turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
+    id: UUID
+    "The memory record's id."
+    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
+    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    "The model call that asked for the tool, if recorded; null or omitted: none."
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
+
+
 class FailTurnInput(BaseModel):
     """The turn to end as failed."""
 
@@ -178,21 +209,6 @@ class MemoryDecisionInput(BaseModel):
     "The memory a REPLACE or DELETE names; none otherwise."
 
 
-class MemoryIdInput(BaseModel):
-    """The read_memory or delete_memory tool's arguments: a record."""
-
-    turn_id: UUID = Field(alias="turnId")
-    "The open turn the call belongs to."
-    id: UUID
-    "The memory record's id."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
-    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
-    "The model call that asked for the tool, if recorded; null or omitted: none."
-    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
-
-
 class MemoryRecordFilter(BaseModel):
     """Which memory records to list; every field given must match, a null field matches every record."""
 
@@ -219,6 +235,21 @@ class PublishAgentVersionInput(BaseModel):
     'The version\'s configuration: {"harness": {"memory": ..., "history": ...}}; validated, and INVALID_CONFIG naming the bad field when it is not valid.'
     label: Optional[str] = None
     "A label for people reading the versions; null: none."
+
+
+class ReadMemoryInput(BaseModel):
+    """The read_memory tool's arguments: the record to read."""
+
+    turn_id: UUID = Field(alias="turnId")
+    "The open turn the call belongs to."
+    id: UUID
+    "The memory record's id."
+    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
+    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    "The model call that asked for the tool, if recorded; null or omitted: none."
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class RecallInput(BaseModel):
@@ -262,6 +293,15 @@ class RecordInvocationInput(BaseModel):
     "Tokens the model read, 0 or more. Null or omitted: 0."
     output_tokens: Optional[int] = Field(alias="outputTokens", default=None)
     "Tokens the model wrote, 0 or more. Null or omitted: 0."
+
+
+class RollbackTurnInput(BaseModel):
+    """The turn to roll back."""
+
+    turn_id: UUID = Field(alias="turnId")
+    "The open turn."
+    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 class SearchHistoryInput(BaseModel):
@@ -330,15 +370,6 @@ class ToolCallInput(BaseModel):
     "The tool's name."
     arguments: Optional[Any] = None
     "What the call was given, a JSON object; null: {}."
-
-
-class TurnInput(BaseModel):
-    """The turn to end."""
-
-    turn_id: UUID = Field(alias="turnId")
-    "The open turn."
-    idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
-    "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
 AddMemoryInput.model_rebuild()

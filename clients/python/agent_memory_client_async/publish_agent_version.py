@@ -1,5 +1,4 @@
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -13,7 +12,13 @@ class PublishAgentVersion(BaseModel):
 
 
 class PublishAgentVersionPublishAgentVersion(BaseModel):
-    id: UUID
+    agent_version: "PublishAgentVersionPublishAgentVersionAgentVersion" = Field(
+        alias="agentVersion"
+    )
+
+
+class PublishAgentVersionPublishAgentVersionAgentVersion(BaseModel):
+    id: str
     number: int
     label: Optional[str]
     config: Any
@@ -21,3 +26,4 @@ class PublishAgentVersionPublishAgentVersion(BaseModel):
 
 
 PublishAgentVersion.model_rebuild()
+PublishAgentVersionPublishAgentVersion.model_rebuild()

@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -25,11 +24,11 @@ RecallRecallResults = SearchResultFields
 
 
 class RecallRecallExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 class RecallRecallRepeatOf(BaseModel):
-    id: UUID
+    id: str
 
 
 Recall.model_rebuild()

@@ -17,7 +17,7 @@ class SearchHistorySearchHistory(BaseModel):
 
 
 class SearchHistorySearchHistoryExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 class SearchHistorySearchHistoryResults(BaseModel):

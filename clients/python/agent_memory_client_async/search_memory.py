@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -18,7 +17,7 @@ class SearchMemorySearchMemory(BaseModel):
 
 
 class SearchMemorySearchMemoryExecution(BaseModel):
-    id: UUID
+    id: str
 
 
 SearchMemorySearchMemoryResults = SearchResultFields

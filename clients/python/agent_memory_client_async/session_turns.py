@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -10,11 +9,11 @@ from .fragments import TurnFields
 
 
 class SessionTurns(BaseModel):
-    session: "SessionTurnsSession"
+    session: Optional["SessionTurnsSession"]
 
 
 class SessionTurnsSession(BaseModel):
-    id: UUID
+    id: str
     external_id: Optional[str] = Field(alias="externalId")
     created_at: datetime = Field(alias="createdAt")
     turns: "SessionTurnsSessionTurns"
@@ -23,6 +22,7 @@ class SessionTurnsSession(BaseModel):
 class SessionTurnsSessionTurns(BaseModel):
     edges: list["SessionTurnsSessionTurnsEdges"]
     page_info: "SessionTurnsSessionTurnsPageInfo" = Field(alias="pageInfo")
+    total_count: Optional[int] = Field(alias="totalCount")
 
 
 class SessionTurnsSessionTurnsEdges(BaseModel):
@@ -34,7 +34,7 @@ class SessionTurnsSessionTurnsEdgesNode(TurnFields):
 
 
 class SessionTurnsSessionTurnsEdgesNodeTranscript(BaseModel):
-    id: UUID
+    id: str
     sequence: int
     type_: TranscriptEventKind = Field(alias="type")
     tool_name: Optional[str] = Field(alias="toolName")
@@ -44,6 +44,8 @@ class SessionTurnsSessionTurnsEdgesNodeTranscript(BaseModel):
 
 class SessionTurnsSessionTurnsPageInfo(BaseModel):
     has_next_page: bool = Field(alias="hasNextPage")
+    has_previous_page: bool = Field(alias="hasPreviousPage")
+    start_cursor: Optional[str] = Field(alias="startCursor")
     end_cursor: Optional[str] = Field(alias="endCursor")
 
 

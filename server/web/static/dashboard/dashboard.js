@@ -27,7 +27,8 @@
     session:
       "query($id: UUID!) { session(id: $id) { id externalId" +
       " turns(first: 50) { edges { node { id number attempt status preview createdAt" +
-      " transcript { sequence type toolName payload } } } }" +
+      " transcriptConnection(first: 100) { edges { node { sequence type toolName payload } }" +
+      " pageInfo { hasNextPage } totalCount } } } }" +
       " history(first: 100) { edges { node { turnNumber sequence header text } } } } }",
   };
 
@@ -232,11 +233,17 @@
       s.turns.edges.forEach(function (e) {
         var t = e.node;
         var events = el("ol");
-        t.transcript.forEach(function (ev) {
+        var transcript = t.transcriptConnection;
+        transcript.edges.forEach(function (edge) {
+          var ev = edge.node;
           events.append(el("li", {},
             el("span", { class: "meta", text: ev.type + (ev.toolName ? " " + ev.toolName : "") + " " }),
             el("pre", { text: JSON.stringify(ev.payload) })));
         });
+        if (transcript.pageInfo.hasNextPage) {
+          events.append(el("li", { class: "meta",
+            text: "… " + (transcript.totalCount - transcript.edges.length) + " more events" }));
+        }
         box.append(el("details", { class: "turn" },
           el("summary", { text: "turn " + t.number + " attempt " + t.attempt + " · " + t.status +
             (t.preview ? " · preview" : "") + " · " + when(t.createdAt) }), events));

@@ -10,7 +10,9 @@ from tests.conftest import Api
 
 CREATE = """
 mutation($ns: String!) {
-  createAgent(input: {namespace: $ns, name: "agent", sessionless: null}) { id sessionless }
+  createAgent(input: {namespace: $ns, name: "agent", sessionless: null}) {
+    agent { id sessionless }
+  }
 }"""
 BEGIN = """
 mutation($session: UUID!, $preview: Boolean, $key: String) {
@@ -28,13 +30,13 @@ INVOKE = """
 mutation($execution: UUID!) {
   recordInvocation(input: {executionId: $execution, purpose: TURN, model: "m",
                            inputTokens: null, outputTokens: null}) {
-    inputTokens outputTokens
+    invocation { inputTokens outputTokens }
   }
 }"""
 
 
 async def test_null_is_the_default(api: Api) -> None:
-    created = (await api.ok(CREATE, ns=f"ns{uuid.uuid4().hex[:10]}"))["createAgent"]
+    created = (await api.ok(CREATE, ns=f"ns{uuid.uuid4().hex[:10]}"))["createAgent"]["agent"]
     assert created["sessionless"] is False
 
     s = Scenario(api)
@@ -44,7 +46,8 @@ async def test_null_is_the_default(api: Api) -> None:
     assert begun["turn"]["preview"] is False
     added = (await api.ok(ADD, turn=begun["turn"]["id"]))["addMemory"]
     assert added["memories"][0]["record"]["pinned"] is False
-    call = (await api.ok(INVOKE, execution=begun["execution"]["id"]))["recordInvocation"]
+    invoked = await api.ok(INVOKE, execution=begun["execution"]["id"])
+    call = invoked["recordInvocation"]["invocation"]
     assert call == {"inputTokens": 0, "outputTokens": 0}
 
 

@@ -24,12 +24,14 @@ otherwise at the server's next start.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 from sqlalchemy.engine import URL
 
@@ -154,7 +156,9 @@ class EmbeddedPostgres:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.cleanup()
+            # a postmaster already gone (killed, or ended by a failed start) needs no stop
+            with contextlib.suppress(psutil.NoSuchProcess):
+                self._server.cleanup()
             self._server = None
 
 

@@ -6,6 +6,7 @@ its idempotency key, completes once (nothing duplicated)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.test_serve import ROOT, _alive, _cli, _env, _free_port, _postmaster
+from tests.test_serve import ROOT, _cli, _env, _free_port, _postmaster
 
 WRITERS = 4
 CRASHES = 3
@@ -82,19 +83,24 @@ class Server:
         pytest.fail("the server did not become healthy")
 
     def kill_9(self) -> None:
-        """SIGKILL the server and its PostgreSQL's postmaster, as a power cut would."""
+        """SIGKILL the server, its PostgreSQL's postmaster and every backend, as a power
+        cut would, and wait until none of them runs."""
         assert self.process is not None
         postmaster = _postmaster(self.data_dir)
         assert postmaster is not None
+        backends = _children(postmaster)
         self.process.send_signal(signal.SIGKILL)
-        os.kill(postmaster, signal.SIGKILL)
+        for pid in (postmaster, *backends):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait(timeout=30)
         assert self.process.stderr is not None
         self.process.stderr.close()
-        assert not _alive(postmaster)
-        # the backends notice their postmaster's death and end
-        deadline = time.monotonic() + 30
-        while _children(postmaster) and time.monotonic() < deadline:
+        # gone from the process table, not a zombie: PostgreSQL's next start takes a
+        # zombie postmaster for a live one that holds its socket
+        deadline = time.monotonic() + 60
+        while any(Path(f"/proc/{pid}").exists() for pid in (postmaster, *backends)):
+            assert time.monotonic() < deadline, "the killed PostgreSQL was not reaped"
             time.sleep(0.1)
 
     def stop(self) -> None:

@@ -216,8 +216,12 @@ class NewRecord:
 
     @property
     def text(self) -> str:
-        """What is embedded: the summary, then the content."""
-        return f"{self.summary}\n{self.content}" if self.content else self.summary
+        return embedded_text(self.summary, self.content)
+
+
+def embedded_text(summary: str, content: str | None) -> str:
+    """What a version's vector is of: the summary, then the content."""
+    return f"{summary}\n{content}" if content else summary
 
 
 def check_new_record(

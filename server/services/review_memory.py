@@ -24,6 +24,7 @@ from server.services.memory import (
     NewRecord,
     check_new_record,
     delete_record,
+    embedded_text,
     write_record,
 )
 from server.services.tools import CallRef
@@ -62,8 +63,7 @@ class Similar:
 
     def restated_by(self, text: str) -> bool:
         """Whether a candidate of ``text`` restates this record (R50)."""
-        version = self.version
-        record = f"{version.summary}\n{version.content}" if version.content else version.summary
+        record = embedded_text(self.version.summary, self.version.content)
         return rules.restates(self.similarity, text, record)
 
 

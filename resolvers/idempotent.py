@@ -66,3 +66,17 @@ async def once_made(
 
     result = await once(info, operation, input, call)
     return result, made[0] if made else None
+
+
+async def once_shown(
+    info: Info,
+    operation: str,
+    input: Any,
+    run: Callable[[], Awaitable[tuple[R, dict[str, Any]]]],
+    reload: Callable[[dict[str, Any]], Awaitable[R]],
+) -> tuple[R, dict[str, Any]]:
+    """:func:`once_made` with the rows either way, and the stored result: the rows as
+    ``run`` gave them, or, when the key replayed, as ``reload`` reads them again by the
+    result's ids."""
+    result, made = await once_made(info, operation, input, run)
+    return (made if made is not None else await reload(result)), result

@@ -12,25 +12,31 @@ from graphql import GraphQLError
 from strawberry.schema.types.base_scalars import DateTimeDefinition, UUIDDefinition
 from strawberry.types import ExecutionContext
 
+from resolvers.agent_mutations import AgentMutation
 from resolvers.auth import ApiMutation, Authentication
 from resolvers.dashboard import DashboardQuery
 from resolvers.documents import OneOperation
 from resolvers.errors import DomainErrors
+from resolvers.execution_mutations import ExecutionMutation
 from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.inputs import StorableText
-from resolvers.mutations import Mutation as CoreMutation
+from resolvers.memory_mutations import MemoryMutation
 from resolvers.nodes import NodeQuery
 from resolvers.queries import Query as CoreQuery
 from resolvers.review_mutations import ReviewMutation
 from resolvers.search import SearchMutation
 from resolvers.security import schema_extensions
+from resolvers.turn_mutations import TurnMutation
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; _root joins them.
 QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery, NodeQuery)
 MUTATIONS: tuple[type, ...] = (
-    CoreMutation,
+    AgentMutation,
+    TurnMutation,
+    ExecutionMutation,
+    MemoryMutation,
     HistoryMutation,
     SearchMutation,
     ReviewMutation,

@@ -206,6 +206,12 @@ EXECUTION_ID = (
 )
 INVOCATION_ID = "The model call that asked for the tool, if recorded; null or omitted: none."
 
+
+def idempotency_key() -> Any:
+    """The ``idempotencyKey`` field of a runtime mutation's input: null by default."""
+    return strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+
+
 # Descriptions shared by the paged fields.
 FIRST = (
     "How many items the page holds at most, from 1 to the server's page size (100 unless "

@@ -11,7 +11,8 @@ from typing import Annotated
 import strawberry
 
 from resolvers.context import Info
-from resolvers.types.base import TURN_ID, InvocationPurpose, MutationResult
+from resolvers.types.base import TURN_ID, MutationResult
+from resolvers.types.enums import InvocationPurpose
 from resolvers.types.turns import ExecutionType, InvocationType
 from server.errors import BadInputError
 from server.services import turns

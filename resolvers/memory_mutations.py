@@ -17,14 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_shown
-from resolvers.types.base import (
-    EXECUTION_ID,
-    INVOCATION_ID,
-    TURN_ID,
-    LabelInput,
-    Scope,
-    idempotency_key,
-)
+from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
+from resolvers.types.enums import Scope
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models

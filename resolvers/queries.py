@@ -15,8 +15,8 @@ from resolvers.context import Info
 from resolvers.grants import Resource, decide
 from resolvers.permissions import CanListAgents
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import AFTER, FIRST, Connection
 from resolvers.types.memory import MemoryRecordType
+from resolvers.types.pages import AFTER, FIRST, Connection
 from resolvers.types.turns import ExecutionType, TurnType
 from server.errors import NotFoundError
 from server.services import reads

@@ -14,7 +14,8 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Node, Scope, column
+from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Node, column
+from resolvers.types.enums import Scope
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType

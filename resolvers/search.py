@@ -15,13 +15,7 @@ import strawberry
 
 from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_made
-from resolvers.types.base import (
-    EXECUTION_ID,
-    IDEMPOTENCY_KEY,
-    INVOCATION_ID,
-    TURN_ID,
-    LabelInput,
-)
+from resolvers.types.base import EXECUTION_ID, IDEMPOTENCY_KEY, INVOCATION_ID, TURN_ID, LabelInput
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models

@@ -11,18 +11,9 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
-    LabelInput,
-    MemoryStatus,
-    Node,
-    Scope,
-    column,
-    later,
-    node_id,
-)
+from resolvers.types.base import LabelInput, Node, column, later, node_id
+from resolvers.types.enums import MemoryStatus, Scope
+from resolvers.types.pages import AFTER, FIRST, Connection
 from server import models
 from server.domain.config import memory_config_to_json
 from server.services import history_reads, reads

@@ -11,18 +11,9 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
-    MemoryStatus,
-    Node,
-    PrincipalKind,
-    Scope,
-    column,
-    node_id,
-    related,
-)
+from resolvers.types.base import Node, column, node_id, related
+from resolvers.types.enums import MemoryStatus, PrincipalKind, Scope
+from resolvers.types.pages import AFTER, FIRST, Connection
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.domain import visibility

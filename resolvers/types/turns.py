@@ -10,21 +10,15 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
+from resolvers.types.base import Node, column, later, node_id, related
+from resolvers.types.enums import (
     ExecutionKind,
     ExecutionStatus,
     InvocationPurpose,
-    Node,
     TranscriptEventKind,
     TurnStatus,
-    column,
-    later,
-    node_id,
-    related,
 )
+from resolvers.types.pages import AFTER, FIRST, Connection
 from server import models
 from server.services import reads
 

@@ -52,6 +52,22 @@ def related(
     return strawberry.field(resolver=resolve, description=description)
 
 
+def listed(
+    loader: str,
+    wrap: Callable[[Any], Any],
+    *,
+    description: str | None = None,
+) -> Any:
+    """A field that lists the rows the request's dataloader ``loader`` gives for the
+    wrapped row's id, in the loader's order, each wrapped with ``wrap``."""
+
+    async def resolve(root: Any, info: Info) -> Any:
+        rows = await getattr(info.context.loaders, loader).load(root.row.id)
+        return [wrap(r) for r in rows]
+
+    return strawberry.field(resolver=resolve, description=description)
+
+
 def later(module: str, name: str) -> Callable[..., Any]:
     """The constructor of the type ``name`` of a later type module (one that imports
     this caller's module), looked up when a resolver first builds one: by then every

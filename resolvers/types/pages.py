@@ -93,3 +93,24 @@ class Connection(Generic[N]):
         of at most the configured page size."""
         page = await read(info.context.db, maximum=info.context.settings.max_page_size, **arguments)
         return cls.of(page, wrap)
+
+
+def paged(
+    read: Callable[..., Awaitable[reads.Page[Any]]],
+    wrap: Callable[[Any], Any],
+    *,
+    description: str,
+    permission_classes: list[Any] | None = None,
+    **keys: str,
+) -> Any:
+    """A paged field of the wrapped row: the page ``read`` gives for ``first`` and
+    ``after`` (see :meth:`Connection.read`), each keyword of ``keys`` passed the row's
+    attribute it names; its GraphQL type is the field's annotation."""
+
+    async def resolve(root: Any, info: Info, first: First, after: After = None) -> Any:
+        of_row = {name: getattr(root.row, attribute) for name, attribute in keys.items()}
+        return await Connection.read(info, read, wrap, **of_row, first=first, after=after)
+
+    return strawberry.field(
+        resolver=resolve, description=description, permission_classes=permission_classes or []
+    )

@@ -11,6 +11,7 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.schema.types.base_scalars import DateTimeDefinition, UUIDDefinition
 from strawberry.types import ExecutionContext
+from strawberry.types.base import get_object_definition
 
 from resolvers.agent_mutations import AgentMutation
 from resolvers.auth import ApiMutation, Authentication
@@ -73,7 +74,7 @@ SCALARS: dict[object, Any] = {
 
 def _root(name: str, parts: tuple[type, ...], description: str) -> type:
     """One root type with the fields of every part (a part may not repeat a field)."""
-    fields = [f.name for part in parts for f in part.__strawberry_definition__.fields]  # type: ignore[attr-defined]
+    fields = [f.name for part in parts for f in get_object_definition(part, strict=True).fields]
     assert len(fields) == len(set(fields)), f"{name} repeats a field"
     return strawberry.type(type(name, parts, {}), description=description)
 

@@ -16,7 +16,7 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info, call_ref, labels_of
-from resolvers.idempotent import once_shown
+from resolvers.idempotent import once_shown, reloaded
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
 from resolvers.types.enums import Scope
 from resolvers.types.memory import MemoryVersionType
@@ -136,12 +136,7 @@ async def _memory_tool(
 
     async def reload(result: dict[str, Any]) -> _Shown:
         execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
-        versions = []
-        for vid in result["versions"]:
-            row = await db.get(models.MemoryVersion, uuid.UUID(vid))
-            if row is not None:
-                versions.append(row)
-        return execution, versions
+        return execution, await reloaded(db, models.MemoryVersion, result["versions"])
 
     (execution, versions), _ = await once_shown(info, operation, input, run, reload)
     return ExecutionType(row=execution), [MemoryVersionType(row=v) for v in versions]

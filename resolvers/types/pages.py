@@ -20,7 +20,7 @@ FIRST = (
 )
 AFTER = "The endCursor of the previous page; null or omitted: the first page."
 
-
+# The arguments themselves, for a paged field's signature: `first: First, after: After = None`.
 First = Annotated[int, strawberry.argument(description=FIRST)]
 After = Annotated[str | None, strawberry.argument(description=AFTER)]
 
@@ -100,7 +100,6 @@ def paged(
     wrap: Callable[[Any], Any],
     *,
     description: str,
-    permission_classes: list[Any] | None = None,
     **keys: str,
 ) -> Any:
     """A paged field of the wrapped row: the page ``read`` gives for ``first`` and
@@ -111,6 +110,4 @@ def paged(
         of_row = {name: getattr(root.row, attribute) for name, attribute in keys.items()}
         return await Connection.read(info, read, wrap, **of_row, first=first, after=after)
 
-    return strawberry.field(
-        resolver=resolve, description=description, permission_classes=permission_classes or []
-    )
+    return strawberry.field(resolver=resolve, description=description)

@@ -60,8 +60,7 @@ async def _version(context: Context, id_: uuid.UUID) -> Any:
 
 
 async def _history_event(context: Context, id_: uuid.UUID) -> Any:
-    found = await context.loaders.history_event.load(id_)
-    return None if found is None else HistoryEventType(row=found[0], details=found[1])
+    return HistoryEventType.loaded(await context.loaders.history_event.load(id_))
 
 
 # the tables that hold objects with a global id, and how each is read and shown

@@ -79,6 +79,14 @@ class HistoryEventType(Node):
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
 
+    @classmethod
+    def loaded(
+        cls, found: tuple[models.HistoryEvent, EventDetails] | None
+    ) -> HistoryEventType | None:
+        """The event the ``history_event`` dataloader found, with its details; ``None``
+        when it found none."""
+        return None if found is None else cls(row=found[0], details=found[1])
+
     id: strawberry.ID = node_id("The event's id.")
     turn_number: int = column(description="The number of the turn that kept it.")
     role: HistoryRole = column(convert=HistoryRole, description="Who it is from.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-from graphql import GraphQLError, GraphQLSyntaxError
+from graphql import ExecutionResult, GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 
 from server.errors import DomainError
@@ -77,3 +77,8 @@ class DomainErrors(SchemaExtension):
             close = getattr(context, "close", None)
             if close is not None:
                 await close()
+
+
+def refusal(error: Exception) -> ExecutionResult:
+    """The result of an operation refused before it ran."""
+    return ExecutionResult(data=None, errors=[GraphQLError(str(error), original_error=error)])

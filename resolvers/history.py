@@ -16,8 +16,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.idempotent import once, once_made
-from resolvers.types.base import EXECUTION_ID, IDEMPOTENCY_KEY, INVOCATION_ID, TURN_ID
+from resolvers.idempotent import once, once_shown
+from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, idempotency_key
 from resolvers.types.history import HistoryEventType, HistoryResultType
 from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
@@ -96,7 +96,7 @@ class RecordEventsInput:
         description="Whose conversation this is: a helper's execution; null or omitted: "
         "the turn's own.",
     )
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.input(description="The search_history tool's arguments: a query, or ids.")
@@ -115,7 +115,7 @@ class SearchHistoryInput:
     )
     execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
     invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.type(description="The events recorded.")
@@ -186,13 +186,13 @@ class HistoryMutation:
             )
             return rows, {"events": [str(r.id) for r in rows]}
 
+        async def reload(result: dict[str, Any]) -> list[models.TranscriptEvent]:
+            return await history_reads.transcript_events(
+                db, [uuid.UUID(e) for e in result["events"]]
+            )
+
         db = info.context.db
-        result, made = await once_made(info, "recordEvents", input, run)
-        rows = (
-            made
-            if made is not None
-            else await history_reads.transcript_events(db, [uuid.UUID(e) for e in result["events"]])
-        )
+        rows, _ = await once_shown(info, "recordEvents", input, run, reload)
         return RecordEventsPayload(events=[TranscriptEventType(row=r) for r in rows])
 
     @strawberry.mutation(

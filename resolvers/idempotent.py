@@ -4,13 +4,17 @@ transaction); a replay answers the stored result, a JSON object of ids to reload
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from enum import Enum
 from typing import Any, TypeVar
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from resolvers.context import Info
 
 R = TypeVar("R")
+M = TypeVar("M")
 
 
 def request_of(input: Any) -> dict[str, Any]:
@@ -48,15 +52,16 @@ async def once(
     )
 
 
-async def once_made(
+async def once_shown(
     info: Info,
     operation: str,
     input: Any,
     run: Callable[[], Awaitable[tuple[R, dict[str, Any]]]],
-) -> tuple[dict[str, Any], R | None]:
+    reload: Callable[[dict[str, Any]], Awaitable[R]],
+) -> tuple[R, dict[str, Any]]:
     """:func:`once` for a call whose rows the resolver shows as they are: ``run`` gives
-    them with the result; they come back too, or ``None`` when the key replayed (the
-    resolver reloads by the result's ids)."""
+    them with the result to store. Answers the rows and the stored result; when the key
+    replays, ``reload`` reads the rows again by the result's ids."""
     made: list[R] = []
 
     async def call() -> dict[str, Any]:
@@ -65,4 +70,11 @@ async def once_made(
         return result
 
     result = await once(info, operation, input, call)
-    return result, made[0] if made else None
+    return (made[0] if made else await reload(result)), result
+
+
+async def reloaded(db: AsyncSession, model: type[M], ids: list[str]) -> list[M]:
+    """The rows of ``model`` a stored result names by id, in its order; a row removed
+    since is left out."""
+    rows = [await db.get(model, uuid.UUID(i)) for i in ids]
+    return [r for r in rows if r is not None]

@@ -33,7 +33,7 @@ from graphql import (
 from graphql.execution.values import VariableValues, get_argument_values, get_variable_values
 from strawberry.extensions import SchemaExtension
 
-from resolvers.security import refusal
+from resolvers.errors import refusal
 from server.domain.text import first_unstorable, storable
 from server.errors import BadInputError
 

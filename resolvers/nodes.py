@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, cast
 
 import strawberry
-from sqlalchemy import Select, literal, select, union_all
+from sqlalchemy import CompoundSelect, literal, select, union_all
 from sqlmodel import col
 
 from resolvers.context import Context, Info
@@ -60,8 +60,7 @@ async def _version(context: Context, id_: uuid.UUID) -> Any:
 
 
 async def _history_event(context: Context, id_: uuid.UUID) -> Any:
-    found = await context.loaders.history_event.load(id_)
-    return None if found is None else HistoryEventType(row=found[0], details=found[1])
+    return HistoryEventType.loaded(await context.loaders.history_event.load(id_))
 
 
 # the tables that hold objects with a global id, and how each is read and shown
@@ -85,14 +84,14 @@ _TABLES: dict[str, tuple[Any, Wrap]] = {
 }
 
 
-def _which(ids: Sequence[uuid.UUID]) -> Select[Any]:
+def _which(ids: Sequence[uuid.UUID]) -> CompoundSelect[Any]:
     """One statement: for each id, the name of the table that holds it (a primary-key
     probe of each table)."""
     parts: list[Any] = [
         select(literal(name).label("kind"), col(model.id).label("id")).where(col(model.id).in_(ids))
         for name, (model, _) in _TABLES.items()
     ]
-    return union_all(*parts)  # type: ignore[return-value]
+    return union_all(*parts)
 
 
 def _parse(value: str) -> uuid.UUID | None:

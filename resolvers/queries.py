@@ -15,8 +15,8 @@ from resolvers.context import Info
 from resolvers.grants import Resource, decide
 from resolvers.permissions import CanListAgents
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import AFTER, FIRST, Connection
 from resolvers.types.memory import MemoryRecordType
+from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, TurnType
 from server.errors import NotFoundError
 from server.services import reads
@@ -77,8 +77,8 @@ class Query:
         self,
         info: Info,
         namespace: Annotated[str, strawberry.argument(description="The namespace.")],
-        first: Annotated[int, strawberry.argument(description=FIRST)],
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        first: First,
+        after: After = None,
     ) -> Connection[AgentType]:
         """The agents of a namespace, newest first."""
         return await Connection.read(

@@ -14,7 +14,9 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.types.base import IDEMPOTENCY_KEY, LabelInput, Node, Scope, column
+from resolvers.idempotent import reloaded
+from resolvers.types.base import LabelInput, Node, column, idempotency_key
+from resolvers.types.enums import Scope
 from resolvers.types.history import HistoryRole
 from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
@@ -47,7 +49,7 @@ class MemoryReviewStatus(Enum):
 @strawberry.input(description="Start the review of an open turn's conversation.")
 class BeginMemoryReviewInput:
     turn_id: uuid.UUID = strawberry.field(description="The open turn that is ending.")
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.input(description="A fact the review's model proposes to remember.")
@@ -78,7 +80,7 @@ class CompareMemoryCandidatesInput:
         description=f"How many memories per candidate, 1 to {rules.MAX_SIMILAR}; "
         f"default {rules.DEFAULT_SIMILAR}.",
     )
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.input(description="The decision for one candidate.")
@@ -101,7 +103,7 @@ class ApplyMemoryReviewInput:
         description="The review's model call (purpose MEMORY) the decisions come from; "
         "default: the latest recorded on the review's execution.",
     )
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.type(name="MemoryReview", description="A turn-end review of the conversation.")
@@ -233,9 +235,9 @@ def candidate_json(c: MemoryCandidateInput) -> dict[str, Any]:
 
 
 async def versions_of(info: Info, ids: list[str]) -> list[MemoryVersionType]:
-    db = info.context.db
-    rows = [await db.get(models.MemoryVersion, uuid.UUID(v)) for v in ids]
-    return [MemoryVersionType(row=r) for r in rows if r is not None]
+    """The versions a stored result names, reloaded."""
+    rows = await reloaded(info.context.db, models.MemoryVersion, ids)
+    return [MemoryVersionType(row=r) for r in rows]
 
 
 async def review_type(info: Info, review_id: str) -> MemoryReviewType:

@@ -11,26 +11,33 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.schema.types.base_scalars import DateTimeDefinition, UUIDDefinition
 from strawberry.types import ExecutionContext
+from strawberry.types.base import get_object_definition
 
+from resolvers.agent_mutations import AgentMutation
 from resolvers.auth import ApiMutation, Authentication
 from resolvers.dashboard import DashboardQuery
 from resolvers.documents import OneOperation
 from resolvers.errors import DomainErrors
+from resolvers.execution_mutations import ExecutionMutation
 from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.inputs import StorableText
-from resolvers.mutations import Mutation as CoreMutation
+from resolvers.memory_mutations import MemoryMutation
 from resolvers.nodes import NodeQuery
 from resolvers.queries import Query as CoreQuery
 from resolvers.review_mutations import ReviewMutation
 from resolvers.search import SearchMutation
 from resolvers.security import schema_extensions
+from resolvers.turn_mutations import TurnMutation
 from server.settings import Settings
 
 # Each feature module adds its own root fields here; _root joins them.
 QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DashboardQuery, NodeQuery)
 MUTATIONS: tuple[type, ...] = (
-    CoreMutation,
+    AgentMutation,
+    TurnMutation,
+    ExecutionMutation,
+    MemoryMutation,
     HistoryMutation,
     SearchMutation,
     ReviewMutation,
@@ -67,7 +74,7 @@ SCALARS: dict[object, Any] = {
 
 def _root(name: str, parts: tuple[type, ...], description: str) -> type:
     """One root type with the fields of every part (a part may not repeat a field)."""
-    fields = [f.name for part in parts for f in part.__strawberry_definition__.fields]  # type: ignore[attr-defined]
+    fields = [f.name for part in parts for f in get_object_definition(part, strict=True).fields]
     assert len(fields) == len(set(fields)), f"{name} repeats a field"
     return strawberry.type(type(name, parts, {}), description=description)
 

@@ -14,14 +14,8 @@ from typing import Annotated, Any
 import strawberry
 
 from resolvers.context import Info, call_ref, labels_of
-from resolvers.idempotent import once_made
-from resolvers.types.base import (
-    EXECUTION_ID,
-    IDEMPOTENCY_KEY,
-    INVOCATION_ID,
-    TURN_ID,
-    LabelInput,
-)
+from resolvers.idempotent import once_shown
+from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
@@ -56,7 +50,7 @@ class SearchMemoryInput:
     )
     execution_id: uuid.UUID | None = strawberry.field(default=None, description=EXECUTION_ID)
     invocation_id: uuid.UUID | None = strawberry.field(default=None, description=INVOCATION_ID)
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.input(description="What to recall records for.")
@@ -73,7 +67,7 @@ class RecallInput:
     invocation_id: uuid.UUID | None = strawberry.field(
         default=None, description="The model call the recall is for, if recorded; null: none."
     )
-    idempotency_key: str | None = strawberry.field(default=None, description=IDEMPOTENCY_KEY)
+    idempotency_key: str | None = idempotency_key()
 
 
 @strawberry.type(name="MemorySearchResult", description="A record a search or recall returned.")
@@ -151,8 +145,9 @@ def found_results(items: list[search.Found]) -> list[MemorySearchResultType]:
     ]
 
 
-async def _replayed(info: Info, hits: list[dict[str, Any]]) -> list[MemorySearchResultType]:
+async def _replayed(info: Info, result: dict[str, Any]) -> list[MemorySearchResultType]:
     """The results a replayed key stored, their versions reloaded."""
+    hits = result["hits"]
     rows = await info.context.loaders.version.load_many([uuid.UUID(h["version"]) for h in hits])
     return [
         MemorySearchResultType(
@@ -164,12 +159,6 @@ async def _replayed(info: Info, hits: list[dict[str, Any]]) -> list[MemorySearch
         for h, row in zip(hits, rows, strict=True)
         if row is not None
     ]
-
-
-async def _results(
-    info: Info, made: list[search.Found] | None, hits: list[dict[str, Any]]
-) -> list[MemorySearchResultType]:
-    return found_results(made) if made is not None else await _replayed(info, hits)
 
 
 async def _execution(info: Info, value: str | None) -> ExecutionType | None:
@@ -195,7 +184,7 @@ class SearchMutation:
     ) -> SearchMemoryPayload:
         labels = labels_of(input.labels)
 
-        async def run() -> tuple[list[search.Found], dict[str, Any]]:
+        async def run() -> tuple[list[MemorySearchResultType], dict[str, Any]]:
             found = await search.search_memory(
                 info.context.db,
                 info.context.embedder,
@@ -207,18 +196,20 @@ class SearchMutation:
                 limit=input.limit,
                 after=input.after,
             )
-            return found.items, {
+            return found_results(found.items), {
                 "execution": str(found.execution.id),
                 "hits": _hits_json(found.items),
                 "next": found.next_cursor,
             }
 
-        result, made = await once_made(info, "searchMemory", input, run)
+        results, result = await once_shown(
+            info, "searchMemory", input, run, lambda result: _replayed(info, result)
+        )
         execution = await _execution(info, result["execution"])
         assert execution is not None
         return SearchMemoryPayload(
             execution=execution,
-            results=await _results(info, made, result["hits"]),
+            results=results,
             next_cursor=result["next"],
         )
 
@@ -235,23 +226,25 @@ class SearchMutation:
         info: Info,
         input: Annotated[RecallInput, strawberry.argument(description="What to recall for.")],
     ) -> RecallPayload:
-        async def run() -> tuple[list[search.Found], dict[str, Any]]:
+        async def run() -> tuple[list[MemorySearchResultType], dict[str, Any]]:
             found = await memory_recall.recall(
                 info.context.db, info.context.embedder, ref=call_ref(input), query=input.query
             )
-            return found.items, {
+            return found_results(found.items), {
                 "execution": str(found.execution.id) if found.execution else None,
                 "repeat_of": str(found.repeat_of.id) if found.repeat_of else None,
                 "hits": _hits_json(found.items),
                 "text": found.text,
             }
 
-        result, made = await once_made(info, "recall", input, run)
+        results, result = await once_shown(
+            info, "recall", input, run, lambda result: _replayed(info, result)
+        )
         return RecallPayload(
             kind=memory_recall.RECALL_KIND,
             notice=memory_recall.RECALL_NOTICE,
             text=result["text"],
-            results=await _results(info, made, result["hits"]),
+            results=results,
             recorded=result["execution"] is not None,
             execution=await _execution(info, result["execution"]),
             repeat_of=await _execution(info, result["repeat_of"]),

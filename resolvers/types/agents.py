@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
-    LabelInput,
-    MemoryStatus,
-    Node,
-    Scope,
-    column,
-    later,
-    node_id,
-)
+from resolvers.types.base import LabelInput, Node, column, later, node_id, related
+from resolvers.types.enums import MemoryStatus, Scope
+from resolvers.types.pages import After, Connection, First, paged
 from server import models
 from server.domain.config import memory_config_to_json
 from server.services import history_reads, reads
@@ -39,14 +30,6 @@ _HISTORY = "resolvers.types.history"
 _turn = later(_TURNS, "TurnType")
 _record = later(_MEMORY, "MemoryRecordType")
 _history_event = later(_HISTORY, "HistoryEventType")
-
-
-def _first() -> Any:
-    return strawberry.argument(description=FIRST)
-
-
-def _after() -> Any:
-    return strawberry.argument(description=AFTER)
 
 
 @strawberry.input(
@@ -108,10 +91,7 @@ class AgentType(Node):
         permission_classes=[CanReadSessions],
     )
     async def sessions(
-        self,
-        info: Info,
-        first: Annotated[int, _first()],
-        after: Annotated[str | None, _after()] = None,
+        self, info: Info, first: First, after: After = None
     ) -> Connection[SessionType]:
         return await Connection.read(
             info,
@@ -131,8 +111,8 @@ class AgentType(Node):
     async def memory_records(
         self,
         info: Info,
-        first: Annotated[int, _first()],
-        after: Annotated[str | None, _after()] = None,
+        first: First,
+        after: After = None,
         filter: Annotated[
             MemoryRecordFilter | None,
             strawberry.argument(description="Only the records that match; null: every record."),
@@ -204,27 +184,18 @@ class SessionType(Node):
     )
     created_at: datetime = column(description="When the session was created.")
 
-    @strawberry.field(description="The agent the session belongs to.")
-    async def agent(self, info: Info) -> AgentType:
-        agent = await info.context.loaders.agent.load(self.row.agent_id)
-        assert agent is not None
-        return AgentType(row=agent)
-
-    @strawberry.field(description="The session's turns, newest first, every attempt.")
-    async def turns(
-        self,
-        info: Info,
-        first: Annotated[int, _first()],
-        after: Annotated[str | None, _after()] = None,
-    ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
-        return await Connection.read(
-            info,
-            reads.list_turns,
-            lambda t: _turn(row=t),
-            session_id=self.row.id,
-            first=first,
-            after=after,
-        )
+    agent: AgentType = related(
+        "agent",
+        "agent_id",
+        lambda r: AgentType(row=r),
+        description="The agent the session belongs to.",
+    )
+    turns: Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]] = paged(
+        reads.list_turns,
+        lambda t: _turn(row=t),
+        description="The session's turns, newest first, every attempt.",
+        session_id="id",
+    )
 
     @strawberry.field(
         description="The events the session's committed turns kept as history, newest first."
@@ -232,8 +203,8 @@ class SessionType(Node):
     async def history(
         self,
         info: Info,
-        first: Annotated[int, _first()],
-        after: Annotated[str | None, _after()] = None,
+        first: First,
+        after: After = None,
         turn_number: Annotated[
             int | None,
             strawberry.argument(description="Only the events of this turn; null: every turn."),

@@ -48,10 +48,14 @@ class ToolCallType:
     agent_id: strawberry.Private[uuid.UUID]
 
     @classmethod
-    def of(cls, call: ToolCall | None, agent_id: uuid.UUID) -> ToolCallType | None:
-        if call is None:
-            return None
+    def of(cls, call: ToolCall, agent_id: uuid.UUID) -> ToolCallType:
+        """The call as the agent ``agent_id`` made it (its arguments are that agent's)."""
         return cls(id=call.id, name=call.name, arguments=call.arguments, agent_id=agent_id)
+
+    @classmethod
+    def answered(cls, details: EventDetails, agent_id: uuid.UUID) -> ToolCallType | None:
+        """The call a tool result or error answers; ``None`` for other events."""
+        return None if details.call is None else cls.of(details.call, agent_id)
 
 
 @strawberry.type(name="HistoryPart", description="A searchable piece of a kept event.")
@@ -74,6 +78,14 @@ class HistoryPartType(Node):
 class HistoryEventType(Node):
     row: strawberry.Private[models.HistoryEvent]
     details: strawberry.Private[EventDetails]
+
+    @classmethod
+    def loaded(
+        cls, found: tuple[models.HistoryEvent, EventDetails] | None
+    ) -> HistoryEventType | None:
+        """The event the ``history_event`` dataloader found, with its details; ``None``
+        when it found none."""
+        return None if found is None else cls(row=found[0], details=found[1])
 
     id: strawberry.ID = node_id("The event's id.")
     turn_number: int = column(description="The number of the turn that kept it.")
@@ -103,14 +115,11 @@ class HistoryEventType(Node):
 
     @strawberry.field(description="For a tool result or error: the call it answers.")
     def call(self) -> ToolCallType | None:
-        return ToolCallType.of(self.details.call, self.row.agent_id)
+        return ToolCallType.answered(self.details, self.row.agent_id)
 
     @strawberry.field(description="For an agent reply: the tool calls it made.")
     def tool_calls(self) -> list[ToolCallType]:
-        return [
-            ToolCallType(id=c.id, name=c.name, arguments=c.arguments, agent_id=self.row.agent_id)
-            for c in self.details.tool_calls
-        ]
+        return [ToolCallType.of(c, self.row.agent_id) for c in self.details.tool_calls]
 
     @strawberry.field(description="The transcript event it was kept from.")
     def transcript_event(self) -> TranscriptEventType | None:
@@ -185,7 +194,7 @@ class HistoryResultType:
 
     @strawberry.field(description="For a tool result or error: the call it answers.")
     def call(self) -> ToolCallType | None:
-        return ToolCallType.of(self.hit.details.call, self.hit.event.agent_id)
+        return ToolCallType.answered(self.hit.details, self.hit.event.agent_id)
 
     @strawberry.field(description="The execution the event belongs to.")
     async def execution(self, info: Info) -> ExecutionType | None:

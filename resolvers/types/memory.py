@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
-    MemoryStatus,
-    Node,
-    PrincipalKind,
-    Scope,
-    column,
-    node_id,
-    related,
-)
+from resolvers.types.base import Node, column, node_id, related
+from resolvers.types.enums import MemoryStatus, PrincipalKind, Scope
+from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.domain import visibility
@@ -207,10 +197,7 @@ class MemoryRecordType(Node):
         description="Every version, oldest first, a page at a time; each as in versions."
     )
     async def versions_connection(
-        self,
-        info: Info,
-        first: Annotated[int, strawberry.argument(description=FIRST)],
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
+        self, info: Info, first: First, after: After = None
     ) -> Connection[MemoryVersionType]:
         return await Connection.read(
             info,

@@ -10,21 +10,15 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import (
-    AFTER,
-    FIRST,
-    Connection,
+from resolvers.types.base import Node, column, later, listed, node_id, related
+from resolvers.types.enums import (
     ExecutionKind,
     ExecutionStatus,
     InvocationPurpose,
-    Node,
     TranscriptEventKind,
     TurnStatus,
-    column,
-    later,
-    node_id,
-    related,
 )
+from resolvers.types.pages import Connection, paged
 from server import models
 from server.services import reads
 
@@ -95,53 +89,30 @@ class TurnType(Node):
         description="The version of the agent's configuration the turn runs.",
     )
 
-    @strawberry.field(description="Every execution of the turn, oldest first.")
-    async def executions(self, info: Info) -> list[ExecutionType]:
-        rows = await info.context.loaders.executions_of_turn.load(self.row.id)
-        return [ExecutionType(row=r) for r in rows]
-
-    @strawberry.field(description="The turn's executions, oldest first, a page at a time.")
-    async def executions_connection(
-        self,
-        info: Info,
-        first: Annotated[int, strawberry.argument(description=FIRST)],
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
-    ) -> Connection[ExecutionType]:
-        return await Connection.read(
-            info,
-            reads.list_executions,
-            lambda r: ExecutionType(row=r),
-            turn_id=self.row.id,
-            first=first,
-            after=after,
-        )
-
-    @strawberry.field(
+    executions: list[ExecutionType] = listed(
+        "executions_of_turn",
+        lambda r: ExecutionType(row=r),
+        description="Every execution of the turn, oldest first.",
+    )
+    executions_connection: Connection[ExecutionType] = paged(
+        reads.list_executions,
+        lambda r: ExecutionType(row=r),
+        description="The turn's executions, oldest first, a page at a time.",
+        turn_id="id",
+    )
+    transcript: list[TranscriptEventType] = listed(
+        "events_of_turn",
+        lambda r: TranscriptEventType(row=r),
         description="The turn's transcript events, in order; kept whatever the turn's end. "
-        "See TranscriptEvent.payload for what of memory a reader sees."
+        "See TranscriptEvent.payload for what of memory a reader sees.",
     )
-    async def transcript(self, info: Info) -> list[TranscriptEventType]:
-        rows = await info.context.loaders.events_of_turn.load(self.row.id)
-        return [TranscriptEventType(row=r) for r in rows]
-
-    @strawberry.field(
+    transcript_connection: Connection[TranscriptEventType] = paged(
+        reads.list_transcript,
+        lambda r: TranscriptEventType(row=r),
         description="The turn's transcript events in order, a page at a time; each reads as "
-        "in transcript."
+        "in transcript.",
+        turn_id="id",
     )
-    async def transcript_connection(
-        self,
-        info: Info,
-        first: Annotated[int, strawberry.argument(description=FIRST)],
-        after: Annotated[str | None, strawberry.argument(description=AFTER)] = None,
-    ) -> Connection[TranscriptEventType]:
-        return await Connection.read(
-            info,
-            reads.list_transcript,
-            lambda r: TranscriptEventType(row=r),
-            turn_id=self.row.id,
-            first=first,
-            after=after,
-        )
 
     @strawberry.field(
         description="What the turn wrote: live and preview records it created or changed; "
@@ -185,33 +156,30 @@ class ExecutionType(Node):
         description="The execution that started or called it; null for the turn's own.",
     )
 
-    @strawberry.field(description="The executions it started or called, oldest first.")
-    async def children(self, info: Info) -> list[ExecutionType]:
-        rows = await info.context.loaders.children_of_execution.load(self.row.id)
-        return [ExecutionType(row=r) for r in rows]
-
-    @strawberry.field(description="The model calls recorded on it, oldest first.")
-    async def invocations(self, info: Info) -> list[InvocationType]:
-        rows = await info.context.loaders.invocations_of_execution.load(self.row.id)
-        return [InvocationType(row=r) for r in rows]
-
     turn: TurnType = related(
         "turn", "turn_id", lambda r: TurnType(row=r), description="The turn it belongs to."
     )
+    children: list[ExecutionType] = listed(
+        "children_of_execution",
+        lambda r: ExecutionType(row=r),
+        description="The executions it started or called, oldest first.",
+    )
+    invocations: list[InvocationType] = listed(
+        "invocations_of_execution",
+        lambda r: InvocationType(row=r),
+        description="The model calls recorded on it, oldest first.",
+    )
 
-    @strawberry.field(
+    uses: list[Annotated[OutputUseType, strawberry.lazy(_USES)]] | None = listed(
+        "uses_of_execution",
+        lambda r: _use(row=r),
         # R43, R63; the grants are R71's
         description="What the execution's output put before the model, in its order: "
         "RETRIEVED record versions for search_memory and recall, parts of kept events for "
         "search_history; empty for other executions. Memory uses need SELECT on "
         "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document, history "
-        "uses SELECT on <namespace>.Session: without them, null and FORBIDDEN."
+        "uses SELECT on <namespace>.Session: without them, null and FORBIDDEN.",
     )
-    async def uses(
-        self, info: Info
-    ) -> list[Annotated[OutputUseType, strawberry.lazy(_USES)]] | None:
-        rows = await info.context.loaders.uses_of_execution.load(self.row.id)
-        return [_use(row=r) for r in rows]
 
 
 @strawberry.type(

@@ -63,4 +63,4 @@ class OutputUseType(Node):
         loaders = info.context.loaders
         part = await loaders.history_part.load(self.row.history_part_id)
         found = None if part is None else await loaders.history_event.load(part.event_id)
-        return None if found is None else HistoryEventType(row=found[0], details=found[1])
+        return HistoryEventType.loaded(found)

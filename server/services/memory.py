@@ -26,7 +26,7 @@ from server.models import Execution, MemoryRecord, MemoryVersion
 from server.services import tools
 from server.services.pins import check_pin_budget
 from server.services.tools import CallRef, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled
+from server.services.turn_scope import TurnScope, ensure_memory_enabled
 from server.storage.gate import effective_status, record_condition
 
 # what a status change's version keeps of the version it follows

@@ -41,7 +41,7 @@ from server.embedding import Embedder
 from server.models import Execution, OutputUse
 from server.services.memory_ranking import Found, ranked_by
 from server.services.tools import CallRef, open_call, record_embed, record_retrieved, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled
+from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
 TOOL = "search_memory"  # a recorded recall is an execution of search_memory
 MAX_WORK = 20_000

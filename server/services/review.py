@@ -40,7 +40,7 @@ from server.services.review_memory import (
     vectors,
 )
 from server.services.transcript import end_execution, start_execution
-from server.services.turns import TurnScope, ensure_memory_enabled, open_scope
+from server.services.turn_scope import TurnScope, ensure_memory_enabled, open_scope
 
 REVIEW_TOOL = "memory_review"
 

@@ -41,7 +41,7 @@ from server.models import Execution
 from server.services.memory_listing import listed
 from server.services.memory_ranking import Filters, Found, ranked_by
 from server.services.tools import CallRef, record_embed, record_retrieved, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled
+from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
 TOOL = "search_memory"
 MAX_LIMIT = 100

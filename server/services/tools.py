@@ -24,7 +24,7 @@ from server.embedding import Embedder, default_model_path
 from server.errors import DomainError, NotFoundError
 from server.models import Execution, Invocation, OutputUse, table
 from server.services.transcript import append_event, end_execution, start_execution
-from server.services.turns import TurnScope, open_scope
+from server.services.turn_scope import TurnScope, open_scope
 
 T = TypeVar("T")
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
@@ -57,7 +57,7 @@ class ToolResult(Generic[I]):
 
 
 async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
-    """The call's turn scope (:func:`server.services.turns.open_scope`), and its
+    """The call's turn scope (:func:`server.services.turn_scope.open_scope`), and its
     invocation, which must be a model call of the calling execution."""
     scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:

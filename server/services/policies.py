@@ -24,6 +24,7 @@ from server.domain.text import check_name
 from server.errors import BadInputError, ConflictError, NotFoundError
 from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
+from server.storage.rows import rows_changed
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
 _TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
@@ -86,14 +87,15 @@ async def remove_grant(
 ) -> None:
     rule = GrantRule.parse(privilege, pattern)
     policy = await find_policy(db, namespace=namespace, name=name)
-    removed = await db.execute(
+    removed = await rows_changed(
+        db,
         delete(Grant).where(
             col(Grant.policy_id) == policy.id,
             col(Grant.privilege) == rule.privilege,
             col(Grant.pattern) == str(rule.pattern),
-        )
+        ),
     )
-    if removed.rowcount == 0:  # type: ignore[attr-defined]
+    if removed == 0:
         raise NotFoundError(f"policy {namespace}/{name} does not grant {rule}", field="grant")
 
 
@@ -158,14 +160,15 @@ async def unbind(
 ) -> None:
     policy = await find_policy(db, namespace=namespace, name=name)
     stored = await _subject(db, policy, subject_type, subject)
-    removed = await db.execute(
+    removed = await rows_changed(
+        db,
         delete(PolicyBinding).where(
             col(PolicyBinding.policy_id) == policy.id,
             col(PolicyBinding.subject_type) == subject_type,
             col(PolicyBinding.subject) == stored,
-        )
+        ),
     )
-    if removed.rowcount == 0:  # type: ignore[attr-defined]
+    if removed == 0:
         raise NotFoundError(
             f"policy {namespace}/{name} is not bound to {subject_type} {subject}", field="subject"
         )

@@ -33,7 +33,7 @@ from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
-from server.services.memory import MemoryItem
+from server.services.memory_versions import MemoryItem
 from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import (

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain.config import check_content, check_summary
+from server.domain.record_fields import check_content, check_summary
 from server.domain.visibility import Purpose
 from server.embedding import Embedder
 from server.errors import BadInputError, NotAllowedError

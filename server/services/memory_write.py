@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain.config import check_content, check_summary
+from server.domain.record_fields import check_content, check_summary
 from server.domain.visibility import Purpose
 from server.errors import BadInputError, ConflictError, NotAllowedError
 from server.models import Execution, MemoryRecord, MemoryVersion

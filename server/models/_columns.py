@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
@@ -104,10 +104,14 @@ class Floats(TypeDecorator[Any]):
         return process
 
 
+# what a foreign key does when the row it names is deleted
+OnDelete = Literal["CASCADE", "SET NULL", "RESTRICT"]
+
+
 def fk(
-    target: str, *, nullable: bool = False, ondelete: str = "CASCADE", index: bool = True
+    target: str, *, nullable: bool = False, ondelete: OnDelete = "CASCADE", index: bool = True
 ) -> Any:
-    return Field(  # type: ignore[call-overload]
+    return Field(
         default=None,
         foreign_key=target,
         nullable=nullable,

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -174,9 +174,12 @@ async def apply_review(
     )
     output = {"memories": [item.to_json() for item in items], "decisions": outcomes}
     ended = await end_execution(db, execution, output=output)
-    review.status = "applied"
-    review.applied_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
-    await db.flush()
+    await db.execute(
+        update(MemoryReview)
+        .where(col(MemoryReview.id) == review.id)
+        .values(status="applied", applied_at=func.clock_timestamp())  # the database's clock
+        .execution_options(synchronize_session=False)
+    )
     await db.refresh(review)
     return Applied(review, ended, output, [item.version.id for item in items])
 

@@ -153,3 +153,17 @@ async def end_execution(db: AsyncSession, execution: Execution, *, output: Any) 
     )
     assert ended is not None
     return ended
+
+
+async def fail_execution(db: AsyncSession, execution: Execution, *, error: str) -> Execution:
+    """The execution failed with ``error``, ended by the database's clock and read back
+    into ``execution`` in the same statement."""
+    failed = await db.scalar(
+        update(Execution)
+        .where(col(Execution.id) == execution.id)
+        .values(status="failed", error=error, ended_at=func.clock_timestamp())
+        .returning(Execution)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert failed is not None
+    return failed

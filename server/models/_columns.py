@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector_async
 from pgvector.sqlalchemy import VECTOR
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
-from sqlalchemy import Column, DateTime, TypeDecorator, text
+from sqlalchemy import CheckConstraint, Column, DateTime, TypeDecorator, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL
 from sqlmodel import Field
 
@@ -104,6 +104,11 @@ class Floats(TypeDecorator[Any]):
         return process
 
 
+def one_of(column: str, values: tuple[str, ...], *, name: str) -> CheckConstraint:
+    """The check that a text column holds one of ``values``."""
+    return CheckConstraint(f"{column} IN ({', '.join(repr(v) for v in values)})", name=name)
+
+
 # what a foreign key does when the row it names is deleted
 OnDelete = Literal["CASCADE", "SET NULL", "RESTRICT"]
 
@@ -128,5 +133,6 @@ __all__ = [
     "fk",
     "id_field",
     "json_field",
+    "one_of",
     "optional_time_field",
 ]

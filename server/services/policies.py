@@ -15,16 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.grants import Grant as GrantRule
 from server.domain.text import check_name
-from server.errors import BadInputError, ConflictError, NotFoundError
+from server.errors import BadInputError, NotFoundError
 from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
-from server.storage.rows import rows_changed
+from server.storage.rows import insert_unique, rows_changed
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
 _TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
@@ -41,12 +40,8 @@ class PolicyView:
 
 async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
     """Insert one row in a savepoint; a unique violation is a CONFLICT and changes nothing."""
-    try:
-        async with db.begin_nested():
-            db.add(row)
-            await db.flush()
-    except IntegrityError as exc:
-        raise ConflictError(conflict) from exc
+    async with db.begin_nested():
+        await insert_unique(db, row, conflict)
 
 
 async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:

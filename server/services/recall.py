@@ -40,7 +40,7 @@ from server.domain.text import check_text
 from server.embedding import Embedder
 from server.models import Execution, OutputUse
 from server.services.memory_ranking import Found, ranked_by
-from server.services.tools import CallRef, open_call, record_embed, record_retrieved, run_tool
+from server.services.tools import CallRef, open_call, record_embed, record_found, run_tool
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
 TOOL = "search_memory"  # a recorded recall is an execution of search_memory
@@ -139,9 +139,8 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
         return RecallResult(items=items, execution=None, repeat_of=repeat)
 
     async def body(ts: TurnScope, execution: Execution) -> list[Found]:
-        if tokens is not None:
-            await record_embed(db, ts, execution, embedder, tokens)
-        await record_retrieved(db, ts, execution, versions=[i.version.id for i in items])
+        versions = [i.version.id for i in items]
+        await record_found(db, ts, execution, embedder, tokens=tokens, versions=versions)
         return items
 
     result = await run_tool(

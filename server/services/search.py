@@ -40,7 +40,7 @@ from server.errors import BadInputError
 from server.models import Execution
 from server.services.memory_listing import listed
 from server.services.memory_ranking import Filters, Found, ranked_by
-from server.services.tools import CallRef, record_embed, record_retrieved, run_tool
+from server.services.tools import CallRef, record_found, run_tool
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
 TOOL = "search_memory"
@@ -112,6 +112,7 @@ async def search_memory(
         ensure_memory_enabled(scope)
         filters = _filters(scope, kind, labels, ids)
         the_limit = _limit(scope, limit)
+        tokens: int | None = None  # a listing embeds nothing
         if query is not None:
             if after is not None:
                 raise BadInputError(
@@ -129,13 +130,12 @@ async def search_memory(
                 limit=the_limit,
                 filters=filters,
             )
-            if tokens is not None:
-                await record_embed(db, scope, execution, embedder, tokens)
         else:
             items, page["next"] = await listed(
                 db, reader=scope.reader, limit=the_limit, after=after, filters=filters
             )
-        await record_retrieved(db, scope, execution, versions=[i.version.id for i in items])
+        versions = [i.version.id for i in items]
+        await record_found(db, scope, execution, embedder, tokens=tokens, versions=versions)
         return items
 
     result = await run_tool(

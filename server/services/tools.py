@@ -191,6 +191,22 @@ async def record_embed(
     )
 
 
+async def record_found(
+    db: AsyncSession,
+    scope: TurnScope,
+    execution: Execution,
+    embedder: Embedder,
+    *,
+    tokens: int | None,
+    versions: Sequence[uuid.UUID],
+) -> None:
+    """What a memory search's call used: the query's embedding as ``embed`` usage when
+    one was made (``tokens``), and the versions it returned as RETRIEVED (R43)."""
+    if tokens is not None:
+        await record_embed(db, scope, execution, embedder, tokens)
+    await record_retrieved(db, scope, execution, versions=versions)
+
+
 async def record_retrieved(
     db: AsyncSession,
     scope: TurnScope,

@@ -267,8 +267,8 @@ async def record_invocation(
     return invocation
 
 
-# TurnScope and open_scope live in server.services.turn_scope; named here too, the
-# home the history modules import them from
+# TurnScope and open_scope live in server.services.turn_scope; named here too, for the
+# modules that import them from here (history, review_memory)
 __all__ = [
     "BegunTurn",
     "TurnScope",

@@ -111,9 +111,9 @@ async def ours(
             for mode in MODES:
                 async with db.session() as s:
                     items = await memory_ranking.ranked(
-                        s, reader=reader, query=q["question"],
-                        vector=None if mode == "lexical" else vec[q["question"]],
-                        mode=mode, min_score=-1.0, limit=max(KS),
+                        s, reader, memory_ranking.MemoryQuery(
+                            q["question"], None if mode == "lexical" else vec[q["question"]],
+                            mode=mode, min_score=-1.0, limit=max(KS)),
                     )  # fmt: skip
                 found[mode].append([dia[i.record.id] for i in items])
     await db.dispose()

@@ -99,8 +99,8 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
         async def call() -> None:
             vector, _ = await model.embed_one(q)
             async with db.session() as s:
-                await memory_ranking.ranked(s, reader=reader, query=q, vector=vector, mode="hybrid",
-                                    min_score=0.2, limit=10)  # fmt: skip
+                await memory_ranking.ranked(s, reader, memory_ranking.MemoryQuery(
+                    q, vector, "hybrid", min_score=0.2, limit=10))  # fmt: skip
                 await s.rollback()
 
         return call

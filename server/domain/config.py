@@ -34,17 +34,27 @@ dotted path of the offending key.
 
 from __future__ import annotations
 
-import difflib
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal
 
-from server.domain.marking import LINE_BREAK
+from server.domain.config_json import (
+    NAME_RULE,
+    fail,
+    is_name,
+    json_bool,
+    json_choice,
+    json_int,
+    json_names,
+    json_object,
+    json_text,
+    reject,
+    show,
+)
+from server.domain.record_fields import MAX_LABEL_VALUE
 from server.domain.text import check_text
-from server.errors import BadInputError, InvalidConfigError, NotAllowedError
+from server.errors import BadInputError, NotAllowedError
 
 Scope = Literal["session", "agent"]
 SearchMode = Literal["hybrid", "lexical", "vector"]
@@ -54,22 +64,14 @@ DEFAULT_KINDS = ("guidance", "fact", "event", "reference")
 SEARCH_TOOL = "search_memory"
 WRITE_TOOLS = frozenset({"add_memory", "read_memory", "delete_memory"})
 DEFAULT_MIN_SCORE = 0.3
-# a record's fields (add_memory, and the filters of search_memory)
-MAX_SUMMARY = 500
-MAX_CONTENT = 20_000
-MAX_LABEL_VALUE = 200
 
 _SCOPES: tuple[Scope, ...] = ("session", "agent")
 _MODES: tuple[SearchMode, ...] = ("hybrid", "lexical", "vector")
 _INDEXES: tuple[HistoryIndex, ...] = ("messages", "messages_and_tools")
 _TOOLS = tuple(sorted(WRITE_TOOLS | {SEARCH_TOOL}))
-_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_NAME_RULE = "a name of a lowercase letter then up to 39 lowercase letters, digits or _"
 _MEMORY_KEYS = frozenset(
     {"enabled", "scope", "kinds", "labels", "tools", "search", "pinned", "extraction"}
 )
-
-_T = TypeVar("_T", bound=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,28 +152,9 @@ class HarnessConfig:
     history: HistoryConfig | None
 
 
-def check_summary(summary: str) -> str:
-    """A record's summary, stripped: one non-empty line of at most ``MAX_SUMMARY``
-    characters (R30: it is listed as one line); else BAD_INPUT."""
-    text = summary.strip()
-    if not text or LINE_BREAK.search(text) or len(text) > MAX_SUMMARY:
-        raise BadInputError(
-            f"summary must be one non-empty line of at most {MAX_SUMMARY} characters",
-            field="summary",
-        )
-    return text
-
-
-def check_content(content: str | None) -> str | None:
-    """A record's content: at most ``MAX_CONTENT`` characters; else BAD_INPUT."""
-    if content is not None and len(content) > MAX_CONTENT:
-        raise BadInputError(f"content is over {MAX_CONTENT} characters", field="content")
-    return content
-
-
 def parse_config(raw: Mapping[str, Any] | None, *, sessionless: bool) -> HarnessConfig:
     """Validate one version's config on its own (R1-R8, R60) and normalise it."""
-    harness = _object(_object(raw, "", None).get("harness"), "harness", None)
+    harness = json_object(json_object(raw, "", None).get("harness"), "harness", None)
     return HarnessConfig(
         memory=_memory(harness.get("memory"), sessionless=sessionless),
         history=_history(harness.get("history"), sessionless=sessionless),
@@ -210,25 +193,25 @@ def memory_config_to_json(cfg: MemoryConfig) -> dict[str, Any]:
 
 def _memory(value: Any, *, sessionless: bool) -> MemoryConfig:
     path = "harness.memory"
-    obj = _object(value, path, _MEMORY_KEYS)
-    enabled = _bool(obj.get("enabled"), f"{path}.enabled", default=False)
-    scope = _object(obj.get("scope"), f"{path}.scope", frozenset({"read", "write"}))
+    obj = json_object(value, path, _MEMORY_KEYS)
+    enabled = json_bool(obj.get("enabled"), f"{path}.enabled", default=False)
+    scope = json_object(obj.get("scope"), f"{path}.scope", frozenset({"read", "write"}))
     read = _scopes(scope.get("read"), f"{path}.scope.read")
     write = _scopes(scope.get("write"), f"{path}.scope.write")
     if enabled and sessionless and not read == write == {"agent"}:
         key, scopes = ("read", read) if read != {"agent"} else ("write", write)
-        _reject(
+        reject(
             f"{path}.scope.{key}",
             "an agent without sessions has no session scope, so it must set"
             f' {path}.scope.read and {path}.scope.write to ["agent"];'
-            f" {path}.scope.{key} is {_show(_ordered(scopes))}",
+            f" {path}.scope.{key} is {show(_ordered(scopes))}",
         )
-    listed = _list(obj.get("tools"), f"{path}.tools", _TOOLS, default=(), empty=True)
+    listed = json_names(obj.get("tools"), f"{path}.tools", _TOOLS, default=(), empty=True)
     return MemoryConfig(
         enabled=enabled,
         read_scopes=read,
         write_scopes=write,
-        kinds=_list(obj.get("kinds"), f"{path}.kinds", None, default=DEFAULT_KINDS),
+        kinds=json_names(obj.get("kinds"), f"{path}.kinds", None, default=DEFAULT_KINDS),
         labels=_labels(obj.get("labels"), f"{path}.labels"),
         tools=frozenset({SEARCH_TOOL, *listed}) if enabled else frozenset(),
         search=_search(obj.get("search"), f"{path}.search"),
@@ -238,36 +221,36 @@ def _memory(value: Any, *, sessionless: bool) -> MemoryConfig:
 
 
 def _scopes(value: Any, path: str) -> frozenset[Scope]:
-    listed = _list(value, path, _SCOPES, default=("session",))
+    listed = json_names(value, path, _SCOPES, default=("session",))
     return frozenset(scope for scope in _SCOPES if scope in listed)
 
 
 def _labels(value: Any, path: str) -> Mapping[str, Label]:
     owners: dict[int, str] = {}
     labels: dict[str, Label] = {}
-    for name, spec in _object(value, path, None).items():
+    for name, spec in json_object(value, path, None).items():
         here = f"{path}.{name}"
-        if not (isinstance(name, str) and _NAME.fullmatch(name)):
-            _reject(here, f"label {_show(name)} must be {_NAME_RULE}")
-        obj = _object(spec, here, frozenset({"number", "description"}))
-        number = _int(obj.get("number"), f"{here}.number", 5, 18)
+        if not is_name(name):
+            reject(here, f"label {show(name)} must be {NAME_RULE}")
+        obj = json_object(spec, here, frozenset({"number", "description"}))
+        number = json_int(obj.get("number"), f"{here}.number", 5, 18)
         if number in owners:
-            _reject(f"{here}.number", f"{here}.number {number} is taken by label {owners[number]}")
+            reject(f"{here}.number", f"{here}.number {number} is taken by label {owners[number]}")
         owners[number] = name
-        labels[name] = Label(number, _text(obj.get("description"), f"{here}.description"))
+        labels[name] = Label(number, json_text(obj.get("description"), f"{here}.description"))
     return MappingProxyType(labels)
 
 
 def _search(value: Any, path: str) -> SearchConfig:
-    obj = _object(value, path, frozenset({"mode", "max_results", "min_score"}))
+    obj = json_object(value, path, frozenset({"mode", "max_results", "min_score"}))
     score = obj.get("min_score")
     score = DEFAULT_MIN_SCORE if score is None else score
     # The range test also rejects NaN and the infinities.
     if isinstance(score, bool) or not isinstance(score, int | float) or not -1 <= score <= 1:
-        _fail(f"{path}.min_score", "a number from -1 to 1", score)
+        fail(f"{path}.min_score", "a number from -1 to 1", score)
     return SearchConfig(
-        mode=_choice(obj.get("mode"), f"{path}.mode", _MODES, default="hybrid"),
-        max_results=_int(obj.get("max_results"), f"{path}.max_results", 1, 100, default=5),
+        mode=json_choice(obj.get("mode"), f"{path}.mode", _MODES, default="hybrid"),
+        max_results=json_int(obj.get("max_results"), f"{path}.max_results", 1, 100, default=5),
         min_score=float(score),
     )
 
@@ -275,22 +258,22 @@ def _search(value: Any, path: str) -> SearchConfig:
 def _pinned(value: Any, path: str) -> int | None:
     if value is None:
         return None
-    obj = _object(value, path, frozenset({"max_tokens"}))
-    return _int(obj.get("max_tokens"), f"{path}.max_tokens", 1, 100_000)
+    obj = json_object(value, path, frozenset({"max_tokens"}))
+    return json_int(obj.get("max_tokens"), f"{path}.max_tokens", 1, 100_000)
 
 
 def _extraction(value: Any, path: str) -> ExtractionConfig:
-    obj = _object(value, path, frozenset({"prompt", "every"}))
+    obj = json_object(value, path, frozenset({"prompt", "every"}))
     prompt = obj.get("prompt")
     every = obj.get("every")
     every_messages = None
     if isinstance(every, Mapping):
-        messages = _object(every, f"{path}.every", frozenset({"messages"})).get("messages")
-        every_messages = _int(messages, f"{path}.every.messages", 1, None)
+        messages = json_object(every, f"{path}.every", frozenset({"messages"})).get("messages")
+        every_messages = json_int(messages, f"{path}.every.messages", 1, None)
     elif every is not None and every != "turn":
-        _fail(f"{path}.every", '"turn" or {"messages": N} with N at least 1', every)
+        fail(f"{path}.every", '"turn" or {"messages": N} with N at least 1', every)
     return ExtractionConfig(
-        prompt=None if prompt is None else _text(prompt, f"{path}.prompt"),
+        prompt=None if prompt is None else json_text(prompt, f"{path}.prompt"),
         every_messages=every_messages,
     )
 
@@ -300,9 +283,9 @@ def _history(value: Any, *, sessionless: bool) -> HistoryConfig | None:
     if value is None:
         return None
     if sessionless:
-        _reject(path, f"{path} is not allowed: an agent without sessions has no history")
-    obj = _object(value, path, frozenset({"index"}))
-    return HistoryConfig(index=_choice(obj.get("index"), f"{path}.index", _INDEXES))
+        reject(path, f"{path} is not allowed: an agent without sessions has no history")
+    obj = json_object(value, path, frozenset({"index"}))
+    return HistoryConfig(index=json_choice(obj.get("index"), f"{path}.index", _INDEXES))
 
 
 def _check_labels_kept(labels: Mapping[str, Label], previous: Sequence[HarnessConfig]) -> None:
@@ -315,121 +298,25 @@ def _check_labels_kept(labels: Mapping[str, Label], previous: Sequence[HarnessCo
             owners.setdefault(label.number, name)
     for name, label in labels.items():
         if name in numbers and label.number != numbers[name]:
-            _reject(
+            reject(
                 f"{path}.{name}.number",
                 f"label {name} must keep number {numbers[name]}, which an earlier version"
                 f" gave it, not {label.number}",
             )
         if name not in numbers and label.number in owners:
-            _reject(
+            reject(
                 f"{path}.{name}.number",
                 f"label {name} cannot take number {label.number}: an earlier version gave"
                 f" it to label {owners[label.number]}, and records may still hold its values",
             )
     for name, number in numbers.items():
         if name not in labels:
-            _reject(
+            reject(
                 f"{path}.{name}",
                 f"label {name} (number {number}) was declared by an earlier version and must"
                 " be kept; a later version may only add labels",
             )
 
 
-def _object(value: Any, path: str, keys: frozenset[str] | None) -> Mapping[Any, Any]:
-    """``value`` as an object (``{}`` when absent); with ``keys``, no other key is allowed."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        _fail(path, "an object", value)
-    unknown = [key for key in value if key not in keys] if keys is not None else []
-    if unknown:
-        key, known = unknown[0], sorted(keys or ())
-        close = difflib.get_close_matches(str(key), known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        _reject(
-            f"{path}.{key}", f"{path}.{key} is not a setting{hint}; {path} takes {', '.join(known)}"
-        )
-    return value
-
-
-def _list(
-    value: Any,
-    path: str,
-    choices: tuple[str, ...] | None,
-    *,
-    default: tuple[str, ...],
-    empty: bool = False,
-) -> tuple[str, ...]:
-    """A list of unique strings, each one of ``choices`` or, without choices, a name."""
-    if value is None:
-        return default
-    rule = _NAME_RULE if choices is None else "one of " + ", ".join(map(_show, choices))
-    if not isinstance(value, list | tuple) or not (value or empty):
-        _fail(path, f"a {'' if empty else 'non-empty '}list of strings, each {rule}", value)
-    seen: list[str] = []
-    for i, item in enumerate(value):
-        valid = isinstance(item, str) and (
-            _NAME.fullmatch(item) if choices is None else item in choices
-        )
-        if not valid:
-            _reject(path, f"{path}[{i}] must be {rule}, got {_show(item)}")
-        if item in seen:
-            _reject(path, f"{path} lists {_show(item)} more than once")
-        seen.append(item)
-    return tuple(seen)
-
-
-def _int(value: Any, path: str, low: int, high: int | None, default: int | None = None) -> int:
-    if value is None and default is not None:
-        return default
-    rule = f"an integer of at least {low}" if high is None else f"an integer from {low} to {high}"
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        _fail(path, rule, value)
-    if high is not None and value > high:
-        _fail(path, rule, value)
-    return value
-
-
-def _bool(value: Any, path: str, *, default: bool) -> bool:
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        _fail(path, "true or false", value)
-    return value
-
-
-def _text(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        _fail(path, "a non-empty string", value)
-    return value
-
-
-def _choice(value: Any, path: str, choices: tuple[_T, ...], default: _T | None = None) -> _T:
-    if value is None and default is not None:
-        return default
-    for choice in choices:
-        if value == choice:
-            return choice
-    _fail(path, "one of " + ", ".join(map(_show, choices)), value)
-
-
 def _ordered(scopes: frozenset[Scope]) -> list[Scope]:
     return [scope for scope in _SCOPES if scope in scopes]
-
-
-def _fail(path: str, rule: str, value: Any) -> NoReturn:
-    """Reject ``value`` at ``path`` for breaking ``rule``; ``None`` means it is missing."""
-    where = path or "the configuration"
-    if value is None:
-        _reject(path, f"{where} is required and must be {rule}")
-    _reject(path, f"{where} must be {rule}, got {_show(value)}")
-
-
-def _reject(path: str, message: str) -> NoReturn:
-    raise InvalidConfigError(message, field=path)
-
-
-def _show(value: Any) -> str:
-    """``value`` as JSON, so strings show their quotes; cut short when long."""
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."

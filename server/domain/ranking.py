@@ -89,111 +89,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from server.domain.ranking_presets import (
+    DEFAULT_PRESET,
+    HISTORY_CONTEXT_PRESET,
+    HISTORY_FUSION_PRESET,
+    ContextPreset,
+    FusionPreset,
+)
+
 Mode = Literal["hybrid", "lexical", "vector"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECONDS_PER_DAY = 86_400.0
-
-
-@dataclass(frozen=True, slots=True)
-class FusionPreset:
-    """The constants of hybrid ranking: reciprocal rank fusion plus a recency term."""
-
-    name: str
-    rrf_k: int
-    vector_weight: float
-    lexical_weight: float
-    recency_weight: float
-    recency_half_life_days: float
-    candidate_pool: int
-    pool_factor: int
-
-    def __post_init__(self) -> None:
-        if self.rrf_k < 0:
-            raise ValueError("rrf_k must be >= 0")
-        if min(self.vector_weight, self.lexical_weight, self.recency_weight) < 0:
-            raise ValueError("weights must be >= 0")
-        if not self.recency_half_life_days > 0:
-            raise ValueError("recency_half_life_days must be > 0")
-        if self.candidate_pool < 1 or self.pool_factor < 1:
-            raise ValueError("candidate_pool and pool_factor must be >= 1")
-
-    def pool_size(self, limit: int) -> int:
-        """How many candidates each signal contributes before fusion; never below ``limit``."""
-        return max(limit * self.pool_factor, self.candidate_pool)
-
-
-DEFAULT_PRESET = FusionPreset(
-    name="default",
-    rrf_k=60,
-    vector_weight=1.0,
-    lexical_weight=1.0,
-    # A brand-new record gains at most a twentieth of a first place in one
-    # signal: about three places near the top of a list, so recency settles
-    # near-ties but never outranks a match that is clearly better.
-    recency_weight=0.05,
-    recency_half_life_days=30.0,
-    candidate_pool=40,
-    pool_factor=4,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ContextPreset:
-    """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose recency it keeps (docs/history.md says how each was chosen)."""
-
-    name: str
-    # the cosine's share of a part's blend; the keyword weight has the rest
-    cosine_share: float
-    # a part gains this share of the lead the part before it in its turn has over it
-    # (an answer follows the question that names what it answers)
-    context_share: float
-    # a part gains this share of the best blend in its turn (a conversation stays on
-    # a subject for a while)
-    turn_share: float
-    fusion: FusionPreset
-    # a part gains this share of the lead the part after it in its turn has over it
-    # (a question is found through its answer, a remark through the reply to it)
-    next_share: float = 0.0
-    # what a part kept in a period the query names gains ("in May", "last week")
-    date_share: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.cosine_share <= 1.0:
-            raise ValueError("cosine_share must be from 0 to 1")
-        if min(self.context_share, self.turn_share, self.next_share, self.date_share) < 0:
-            raise ValueError("shares must be >= 0")
-
-    @property
-    def recency_weight(self) -> float:
-        """What a brand-new part gains: the fusion preset's share of a top part's gain
-        from its stronger signal."""
-        return self.fusion.recency_weight * max(self.cosine_share, 1.0 - self.cosine_share)
-
-
-# A history search's candidates: half the memory search's pool (docs/history.md).
-HISTORY_FUSION_PRESET = FusionPreset(
-    name="history",
-    rrf_k=60,
-    vector_weight=1.0,
-    lexical_weight=1.0,
-    recency_weight=0.05,
-    recency_half_life_days=30.0,
-    candidate_pool=20,
-    pool_factor=2,
-)
-
-# Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
-HISTORY_CONTEXT_PRESET = ContextPreset(
-    name="history_context",
-    cosine_share=0.5,
-    context_share=0.3,
-    turn_share=0.75,
-    fusion=HISTORY_FUSION_PRESET,
-    next_share=0.3,
-    date_share=0.4,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,3 +295,21 @@ def _near(
 ) -> float:
     near = value + preset.context_share * max(signal(before) - value if before else 0, 0)
     return near + preset.next_share * max(signal(after) - value if after else 0, 0)
+
+
+# the presets live in server.domain.ranking_presets; named here too, beside what they rank
+__all__ = [
+    "DEFAULT_PRESET",
+    "HISTORY_CONTEXT_PRESET",
+    "HISTORY_FUSION_PRESET",
+    "Candidate",
+    "ContextPart",
+    "ContextPreset",
+    "FusionPreset",
+    "Mode",
+    "Ranked",
+    "rank",
+    "rank_in_context",
+    "recency",
+    "rrf_term",
+]

@@ -4,7 +4,7 @@ Every table carries ``agent_id`` (or ``namespace``) so the schema can be
 distributed by agent without changing queries (docs/scaling.md).
 """
 
-from sqlalchemy import Table
+from sqlalchemy import Table, inspect
 from sqlmodel import SQLModel
 
 from server.models.agents import (
@@ -33,7 +33,8 @@ metadata = SQLModel.metadata
 
 def table(model: type[SQLModel]) -> Table:
     """The model's table, typed (SQLModel leaves ``__table__`` untyped)."""
-    found: Table = model.__table__  # type: ignore[attr-defined]
+    found = inspect(model).local_table
+    assert isinstance(found, Table)
     return found
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector_async
 from pgvector.sqlalchemy import VECTOR
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
-from sqlalchemy import Column, DateTime, TypeDecorator, text
+from sqlalchemy import CheckConstraint, Column, DateTime, TypeDecorator, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL
 from sqlmodel import Field
 
@@ -104,10 +104,19 @@ class Floats(TypeDecorator[Any]):
         return process
 
 
+def one_of(column: str, values: tuple[str, ...], *, name: str) -> CheckConstraint:
+    """The check that a text column holds one of ``values``."""
+    return CheckConstraint(f"{column} IN ({', '.join(repr(v) for v in values)})", name=name)
+
+
+# what a foreign key does when the row it names is deleted
+OnDelete = Literal["CASCADE", "SET NULL", "RESTRICT"]
+
+
 def fk(
-    target: str, *, nullable: bool = False, ondelete: str = "CASCADE", index: bool = True
+    target: str, *, nullable: bool = False, ondelete: OnDelete = "CASCADE", index: bool = True
 ) -> Any:
-    return Field(  # type: ignore[call-overload]
+    return Field(
         default=None,
         foreign_key=target,
         nullable=nullable,
@@ -124,5 +133,6 @@ __all__ = [
     "fk",
     "id_field",
     "json_field",
+    "one_of",
     "optional_time_field",
 ]

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, Index, UniqueConstraint, text
+from sqlalchemy import Index, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from server.models._columns import (
@@ -15,6 +15,7 @@ from server.models._columns import (
     fk,
     id_field,
     json_field,
+    one_of,
     optional_time_field,
 )
 
@@ -22,10 +23,6 @@ TURN_STATUSES = ("open", "committed", "rolled_back", "failed")
 EXECUTION_KINDS = ("turn", "tool", "helper", "program")
 EXECUTION_STATUSES = ("running", "succeeded", "failed")
 INVOCATION_PURPOSES = ("turn", "memory", "embed")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class Agent(SQLModel, table=True):
@@ -72,7 +69,7 @@ class Turn(SQLModel, table=True):
 
     __tablename__ = "turns"
     __table_args__ = (
-        CheckConstraint(_in("status", TURN_STATUSES), name="turn_status"),
+        one_of("status", TURN_STATUSES, name="turn_status"),
         Index("ix_turns_session_number", "session_id", "number"),
         Index("ix_turns_agent_number", "agent_id", "number"),
     )
@@ -102,8 +99,8 @@ class Execution(SQLModel, table=True):
 
     __tablename__ = "executions"
     __table_args__ = (
-        CheckConstraint(_in("kind", EXECUTION_KINDS), name="execution_kind"),
-        CheckConstraint(_in("status", EXECUTION_STATUSES), name="execution_status"),
+        one_of("kind", EXECUTION_KINDS, name="execution_kind"),
+        one_of("status", EXECUTION_STATUSES, name="execution_status"),
     )
 
     id: uuid.UUID = id_field()
@@ -124,9 +121,7 @@ class Invocation(SQLModel, table=True):
     """One model call inside an execution, with its purpose and usage."""
 
     __tablename__ = "invocations"
-    __table_args__ = (
-        CheckConstraint(_in("purpose", INVOCATION_PURPOSES), name="invocation_purpose"),
-    )
+    __table_args__ = (one_of("purpose", INVOCATION_PURPOSES, name="invocation_purpose"),)
 
     id: uuid.UUID = id_field()
     agent_id: uuid.UUID = fk("agents.id")

@@ -7,10 +7,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, UniqueConstraint
+from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from server.models._columns import created_at_field, fk, id_field, json_field, optional_time_field
+from server.models._columns import (
+    created_at_field,
+    fk,
+    id_field,
+    json_field,
+    one_of,
+    optional_time_field,
+)
 
 
 class Principal(SQLModel, table=True):
@@ -18,9 +25,7 @@ class Principal(SQLModel, table=True):
     runtime bound to one agent or namespace. Tokens are stored hashed."""
 
     __tablename__ = "principals"
-    __table_args__ = (
-        CheckConstraint("kind IN ('admin', 'client', 'runtime')", name="principal_kind"),
-    )
+    __table_args__ = (one_of("kind", ("admin", "client", "runtime"), name="principal_kind"),)
 
     id: uuid.UUID = id_field()
     kind: str
@@ -50,9 +55,7 @@ class Grant(SQLModel, table=True):
     __tablename__ = "grants"
     __table_args__ = (
         UniqueConstraint("policy_id", "privilege", "pattern"),
-        CheckConstraint(
-            "privilege IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE')", name="grant_privilege"
-        ),
+        one_of("privilege", ("SELECT", "INSERT", "UPDATE", "DELETE"), name="grant_privilege"),
     )
 
     id: uuid.UUID = id_field()
@@ -68,9 +71,7 @@ class PolicyBinding(SQLModel, table=True):
     __tablename__ = "policy_bindings"
     __table_args__ = (
         UniqueConstraint("policy_id", "subject_type", "subject"),
-        CheckConstraint(
-            "subject_type IN ('principal', 'agent', 'tool')", name="binding_subject_type"
-        ),
+        one_of("subject_type", ("principal", "agent", "tool"), name="binding_subject_type"),
     )
 
     id: uuid.UUID = id_field()

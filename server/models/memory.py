@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlmodel import Field, SQLModel
 
-from server.models._columns import Embedding, created_at_field, fk, id_field, json_field
+from server.models._columns import Embedding, created_at_field, fk, id_field, json_field, one_of
 
 EMBEDDING_DIM = 384
 SCOPES = ("SESSION", "AGENT")
@@ -38,8 +38,8 @@ TSV_EXPRESSION = "to_tsvector('english'::regconfig, summary || ' ' || coalesce(c
 class MemoryRecord(SQLModel, table=True):
     __tablename__ = "memory_records"
     __table_args__ = (
-        CheckConstraint("scope IN ('SESSION', 'AGENT')", name="record_scope"),
-        CheckConstraint("status IN ('ACTIVE', 'SUPERSEDED', 'DELETED')", name="record_status"),
+        one_of("scope", ("SESSION", "AGENT"), name="record_scope"),
+        one_of("status", ("ACTIVE", "SUPERSEDED", "DELETED"), name="record_status"),
         Index("ix_memory_records_agent_seq", "agent_id", "seq"),
         Index("ix_memory_records_agent_session", "agent_id", "session_id"),
     )
@@ -89,9 +89,7 @@ class MemoryVersion(SQLModel, table=True):
             "agent_id",
             postgresql_where=text("search_scope IS NULL"),
         ),
-        CheckConstraint(
-            "search_scope IN ('AGENT', 'SESSION', 'NONE')", name="version_search_scope"
-        ),
+        one_of("search_scope", ("AGENT", "SESSION", "NONE"), name="version_search_scope"),
         CheckConstraint(
             "deletion_id IS NOT NULL OR (execution_id IS NOT NULL AND agent_version_id IS NOT "
             "NULL AND turn_id IS NOT NULL)",

@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Index
+from sqlalchemy import Index
 from sqlmodel import SQLModel
 
-from server.models._columns import created_at_field, fk, id_field, optional_time_field
+from server.models._columns import created_at_field, fk, id_field, one_of, optional_time_field
 
 REVIEW_STATUSES = ("open", "applied")
 
@@ -23,7 +23,7 @@ REVIEW_STATUSES = ("open", "applied")
 class MemoryReview(SQLModel, table=True):
     __tablename__ = "memory_reviews"
     __table_args__ = (
-        CheckConstraint("status IN ('open', 'applied')", name="review_status"),
+        one_of("status", ("open", "applied"), name="review_status"),
         Index("ix_memory_reviews_place", "agent_id", "session_id", "through_number"),
         Index("ix_memory_reviews_turn", "turn_id", unique=True),
     )

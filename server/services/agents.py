@@ -6,17 +6,17 @@ import uuid
 from typing import Any
 
 from sqlalchemy import bindparam, select, true
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig, parse_config, validate_new_version
 from server.domain.text import check_name, check_text
-from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
+from server.errors import BadInputError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 from server.storage.built import built_once
+from server.storage.rows import insert_unique
 
 
 async def create_agent(
@@ -27,11 +27,7 @@ async def create_agent(
         name=check_name(name, "name"),
         sessionless=sessionless,
     )
-    db.add(agent)
-    try:
-        await db.flush()
-    except IntegrityError as exc:
-        raise ConflictError(f"agent {namespace}.{name} already exists") from exc
+    await insert_unique(db, agent, f"agent {namespace}.{name} already exists")
     return agent
 
 
@@ -137,9 +133,5 @@ async def create_session(
     if external_id is not None:
         check_text(external_id, field="externalId", maximum=200)
     session = Session(agent_id=agent_id, external_id=external_id)
-    db.add(session)
-    try:
-        await db.flush()
-    except IntegrityError as exc:
-        raise ConflictError(f"a session with externalId {external_id!r} exists") from exc
+    await insert_unique(db, session, f"a session with externalId {external_id!r} exists")
     return session

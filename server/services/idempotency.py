@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.domain.text import check_text
 from server.errors import ConflictError
@@ -88,9 +89,9 @@ def _in_flight() -> ConflictError:
 async def _stored(db: AsyncSession, caller: str, operation: str, key: str) -> IdempotencyKey | None:
     return await db.scalar(
         select(IdempotencyKey).where(
-            IdempotencyKey.caller == caller,  # type: ignore[arg-type]
-            IdempotencyKey.operation == operation,  # type: ignore[arg-type]
-            IdempotencyKey.key == key,  # type: ignore[arg-type]
+            col(IdempotencyKey.caller) == caller,
+            col(IdempotencyKey.operation) == operation,
+            col(IdempotencyKey.key) == key,
         )
     )
 

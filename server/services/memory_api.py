@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.errors import ConflictError, NotFoundError
 from server.models import MemoryDeletion, MemoryRecord, MemoryVersion
-from server.services.memory import VERSION_TEXT, next_version_number
+from server.services.memory_versions import VERSION_TEXT, next_version_number
 
 
 async def delete_record(

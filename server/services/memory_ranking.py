@@ -33,7 +33,7 @@ from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
-from server.services.memory import MemoryItem
+from server.services.memory_versions import MemoryItem
 from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import (
@@ -80,6 +80,20 @@ class Filters:
 NO_FILTERS = Filters()
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """What a memory search asks: the text and its vector (None for a lexical search),
+    how to rank, the best how many, and the filters."""
+
+    text: str
+    vector: Sequence[float] | None
+    mode: Mode
+    min_score: float
+    limit: int
+    filters: Filters = NO_FILTERS
+    preset: FusionPreset = DEFAULT_PRESET
+
+
 def _found_by(
     reader: Reader, kind: Any = None, labels: Any = None, ids: Any = None
 ) -> ColumnElement[bool]:
@@ -120,7 +134,7 @@ class _Shape:
     kind: bool
     labels: bool
     ids: bool
-    mode: str
+    mode: Mode
     web: bool
     vector: bool
     limit: int
@@ -149,7 +163,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         source=_source(reader, where),
         text='"' if shape.web else "",
         vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
-        mode=shape.mode,  # type: ignore[arg-type]
+        mode=shape.mode,
         min_score=0.0,
         limit=shape.limit,
         preset=shape.preset,
@@ -174,14 +188,8 @@ def _with_rows(shape: _Shape) -> Select[Any]:
 
 def ranking_statement(
     reader: Reader,
+    query: MemoryQuery,
     *,
-    query: str,
-    vector: Sequence[float] | None,
-    mode: str,
-    min_score: float,
-    limit: int,
-    filters: Filters = NO_FILTERS,
-    preset: FusionPreset = DEFAULT_PRESET,
     now: datetime | None = None,
     with_rows: bool = False,
 ) -> tuple[Select[Any], dict[str, Any]]:
@@ -190,7 +198,8 @@ def ranking_statement(
     :func:`_found_by`, kept per shape (who reads, which filters, the mode, ...).
     ``with_rows``: the same ranking joined to each hit's version and record, so that a
     search reads what it returns in the one statement."""
-    text = query if mode != "vector" else None
+    mode, vector, limit, filters = query.mode, query.vector, query.limit, query.filters
+    text = query.text if mode != "vector" else None
     if mode != "lexical" and vector is None:
         raise ValueError(f"{mode} search needs a vector")
     shape = _Shape(
@@ -206,12 +215,12 @@ def ranking_statement(
         web=text is not None and uses_web_syntax(text),
         vector=vector is not None,
         limit=limit,
-        preset=preset,
+        preset=query.preset,
     )
     params = search_parameters(
         text=text,
         vector=vector,
-        min_score=min_score,
+        min_score=query.min_score,
         limit=limit,
         now=now if now is not None else datetime.now(UTC),
     )
@@ -229,33 +238,14 @@ def ranking_statement(
     return (_with_rows(shape) if with_rows else _statement(shape)), params
 
 
-async def ranked(
-    db: AsyncSession,
-    *,
-    reader: Reader,
-    query: str,
-    vector: Sequence[float] | None,
-    mode: str,
-    min_score: float,
-    limit: int,
-    filters: Filters = NO_FILTERS,
-    preset: FusionPreset = DEFAULT_PRESET,
-) -> list[Found]:
-    """The best ``limit`` records for ``query`` (R41), best first."""
-    if limit == 0:
+async def ranked(db: AsyncSession, reader: Reader, query: MemoryQuery) -> list[Found]:
+    """The best ``query.limit`` records for ``query`` (R41), best first."""
+    if query.limit == 0:
         return []
-    stmt, params = ranking_statement(
-        reader,
-        query=query,
-        vector=vector,
-        mode=mode,
-        min_score=min_score,
-        limit=limit,
-        filters=filters,
-        preset=preset,
-        with_rows=True,
+    stmt, params = ranking_statement(reader, query, with_rows=True)
+    rows = await scanned_rows(
+        db, stmt, params, mode=query.mode, limit=query.limit, preset=query.preset
     )
-    rows = await scanned_rows(db, stmt, params, mode=cast(Mode, mode), limit=limit, preset=preset)
     return [
         Found(
             record=r[1],
@@ -283,13 +273,6 @@ async def ranked_by(
     tokens of the query's embedding (None: none was made), for ``embed`` usage (R43)."""
     vector, tokens = (None, None) if search.mode == "lexical" else await embedder.embed_one(query)
     items = await ranked(
-        db,
-        reader=reader,
-        query=query,
-        vector=vector,
-        mode=search.mode,
-        min_score=search.min_score,
-        limit=limit,
-        filters=filters,
+        db, reader, MemoryQuery(query, vector, search.mode, search.min_score, limit, filters)
     )
     return items, tokens

@@ -15,15 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.grants import Grant as GrantRule
 from server.domain.text import check_name
-from server.errors import BadInputError, ConflictError, NotFoundError
+from server.errors import BadInputError, NotFoundError
 from server.models import Agent, Grant, Policy, PolicyBinding
 from server.services.auth import find_principal
+from server.storage.rows import insert_unique, rows_changed
 
 SUBJECT_TYPES = ("principal", "agent", "tool")
 _TOOL = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
@@ -40,12 +40,8 @@ class PolicyView:
 
 async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
     """Insert one row in a savepoint; a unique violation is a CONFLICT and changes nothing."""
-    try:
-        async with db.begin_nested():
-            db.add(row)
-            await db.flush()
-    except IntegrityError as exc:
-        raise ConflictError(conflict) from exc
+    async with db.begin_nested():
+        await insert_unique(db, row, conflict)
 
 
 async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
@@ -86,14 +82,15 @@ async def remove_grant(
 ) -> None:
     rule = GrantRule.parse(privilege, pattern)
     policy = await find_policy(db, namespace=namespace, name=name)
-    removed = await db.execute(
+    removed = await rows_changed(
+        db,
         delete(Grant).where(
             col(Grant.policy_id) == policy.id,
             col(Grant.privilege) == rule.privilege,
             col(Grant.pattern) == str(rule.pattern),
-        )
+        ),
     )
-    if removed.rowcount == 0:  # type: ignore[attr-defined]
+    if removed == 0:
         raise NotFoundError(f"policy {namespace}/{name} does not grant {rule}", field="grant")
 
 
@@ -158,14 +155,15 @@ async def unbind(
 ) -> None:
     policy = await find_policy(db, namespace=namespace, name=name)
     stored = await _subject(db, policy, subject_type, subject)
-    removed = await db.execute(
+    removed = await rows_changed(
+        db,
         delete(PolicyBinding).where(
             col(PolicyBinding.policy_id) == policy.id,
             col(PolicyBinding.subject_type) == subject_type,
             col(PolicyBinding.subject) == stored,
-        )
+        ),
     )
-    if removed.rowcount == 0:  # type: ignore[attr-defined]
+    if removed == 0:
         raise NotFoundError(
             f"policy {namespace}/{name} is not bound to {subject_type} {subject}", field="subject"
         )

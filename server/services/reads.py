@@ -268,7 +268,7 @@ async def turn_memories(
     Read as an API reader: what an open turn has staged is not shown until it
     commits (R12), and a rolled-back turn wrote nothing."""
     reader = Reader.for_api(agent_id=agent_id)
-    touched = select(MemoryVersion.record_id).where(MemoryVersion.turn_id == turn_id)  # type: ignore[call-overload]
+    touched = select(col(MemoryVersion.record_id)).where(col(MemoryVersion.turn_id) == turn_id)
     rows = await db.scalars(
         select(MemoryRecord)
         .where(

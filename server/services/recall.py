@@ -35,15 +35,16 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from server.domain.config import SEARCH_TOOL
 from server.domain.marking import one_line, unmarked
 from server.domain.text import check_text
 from server.embedding import Embedder
 from server.models import Execution, OutputUse
 from server.services.memory_ranking import Found, ranked_by
-from server.services.tools import CallRef, open_call, record_embed, record_retrieved, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled
+from server.services.search import run_search
+from server.services.tools import CallRef, open_call, record_embed, record_found
+from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
-TOOL = "search_memory"  # a recorded recall is an execution of search_memory
 MAX_WORK = 20_000
 RECALL_KIND = "memory"
 RECALL_NOTICE = (
@@ -92,7 +93,7 @@ async def _earlier_recalls(
             .where(
                 col(Execution.parent_id) == caller.id,
                 col(Execution.turn_id) == caller.turn_id,
-                col(Execution.name) == TOOL,
+                col(Execution.name) == SEARCH_TOOL,
                 col(Execution.status) == "succeeded",
                 col(Execution.input).contains({"recall": True}),
             )
@@ -139,17 +140,14 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
         return RecallResult(items=items, execution=None, repeat_of=repeat)
 
     async def body(ts: TurnScope, execution: Execution) -> list[Found]:
-        if tokens is not None:
-            await record_embed(db, ts, execution, embedder, tokens)
-        await record_retrieved(db, ts, execution, versions=[i.version.id for i in items])
+        versions = [i.version.id for i in items]
+        await record_found(db, ts, execution, embedder, tokens=tokens, versions=versions)
         return items
 
-    result = await run_tool(
+    result = await run_search(
         db,
         ref=ref,
-        name=TOOL,
         input={"recall": True, "query": text},
-        output_key="records",
         body=body,
         more_output=lambda: {"kind": RECALL_KIND, "notice": RECALL_NOTICE},
         scope=scope,

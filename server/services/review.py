@@ -6,7 +6,8 @@ whether a review is due and, when it is, records it as an execution of the nativ
 ``memory_review`` tool under the turn, with the conversation since the watermark;
 :func:`compare_candidates` finds the records most like each candidate; and
 :func:`apply_review` applies the model's decisions, all or none, as add_memory and
-delete_memory write (:mod:`server.services.memory`), then ends the execution.
+delete_memory write (:mod:`server.services.memory_write`), then ends the execution;
+what it reads is :mod:`server.services.review_window`'s.
 
 The watermark of a place (a session, or an agent without sessions) is the last turn a
 review applied in a committed turn covered (:mod:`server.models.review`): a review of a
@@ -21,16 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain import review as rules
-from server.domain.history import HistoryIndex
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
-from server.models import Execution, Invocation, MemoryReview, Turn
-from server.services.history import conversation
+from server.models import Execution, Invocation, MemoryReview
 from server.services.review_memory import (
     Candidate,
     Similar,
@@ -39,8 +38,14 @@ from server.services.review_memory import (
     similar,
     vectors,
 )
+from server.services.review_window import (
+    conversation_since,
+    lock_place,
+    refuse_concurrent,
+    watermark,
+)
 from server.services.transcript import end_execution, start_execution
-from server.services.turns import TurnScope, ensure_memory_enabled, open_scope
+from server.services.turn_scope import TurnScope, ensure_memory_enabled, open_scope
 
 REVIEW_TOOL = "memory_review"
 
@@ -75,12 +80,11 @@ async def begin_review(db: AsyncSession, *, turn_id: uuid.UUID) -> Begun:
     scope = await open_scope(db, turn_id=turn_id)
     ensure_memory_enabled(scope)
     turn = scope.turn
-    place = turn.session_id or turn.agent_id
     # reviews of one place take turns: the check and the insert below are one step
-    await db.execute(select(func.pg_advisory_xact_lock(_lock_key(place))))
+    await lock_place(db, scope)
     existing = await db.scalar(select(MemoryReview).where(col(MemoryReview.turn_id) == turn.id))
     if existing is not None:
-        entries = await _conversation(db, scope, after=existing.after_number)
+        entries = await conversation_since(db, scope, after=existing.after_number)
         execution = await db.get(Execution, existing.execution_id)
         return Begun(
             rules.Due(True, "this turn's review, started earlier"),
@@ -90,9 +94,9 @@ async def begin_review(db: AsyncSession, *, turn_id: uuid.UUID) -> Begun:
             rules.instructions(scope.config.memory),
             entries,
         )
-    await _refuse_concurrent(db, scope)
-    after = await _watermark(db, scope)
-    entries = await _conversation(db, scope, after=after)
+    await refuse_concurrent(db, scope)
+    after = await watermark(db, scope)
+    entries = await conversation_since(db, scope, after=after)
     messages = rules.count_messages(entries)
     due = rules.due(scope.config.memory.extraction.every_messages, messages)
     if not due.due:
@@ -174,9 +178,12 @@ async def apply_review(
     )
     output = {"memories": [item.to_json() for item in items], "decisions": outcomes}
     ended = await end_execution(db, execution, output=output)
-    review.status = "applied"
-    review.applied_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
-    await db.flush()
+    await db.execute(
+        update(MemoryReview)
+        .where(col(MemoryReview.id) == review.id)
+        .values(status="applied", applied_at=func.clock_timestamp())  # the database's clock
+        .execution_options(synchronize_session=False)
+    )
     await db.refresh(review)
     return Applied(review, ended, output, [item.version.id for item in items])
 
@@ -236,85 +243,6 @@ async def _invocation(
     return latest
 
 
-async def _refuse_concurrent(db: AsyncSession, scope: TurnScope) -> None:
-    """One review of a place at a time: another open turn's review wins."""
-    turn = scope.turn
-    other = await db.scalar(
-        select(col(MemoryReview.turn_id))
-        .join(Turn, col(Turn.id) == col(MemoryReview.turn_id))
-        .where(*_same_place(scope), col(Turn.status) == "open", col(Turn.id) != turn.id)
-        .limit(1)
-    )
-    if other is not None:
-        raise ConflictError(
-            f"turn {other} of this {'session' if turn.session_id else 'agent'} is reviewing "
-            "its memory; review after it ends"
-        )
-
-
-def _same_place(scope: TurnScope) -> list[Any]:
-    turn = scope.turn
-    if turn.session_id is not None:
-        return [col(MemoryReview.session_id) == turn.session_id]
-    return [col(MemoryReview.agent_id) == turn.agent_id, col(MemoryReview.session_id).is_(None)]
-
-
-async def _watermark(db: AsyncSession, scope: TurnScope) -> int:
-    """The last turn number an applied review of a committed turn before this one
-    covered; 0 when none did. Preview reviews count for preview turns only; a replay's
-    never counts."""
-    turn = scope.turn
-    conds = [
-        *_same_place(scope),
-        col(MemoryReview.status) == "applied",
-        col(MemoryReview.replay).is_(False),
-        col(MemoryReview.through_number) < turn.number,
-        col(Turn.status) == "committed",
-    ]
-    if not turn.preview:
-        conds.append(col(MemoryReview.preview).is_(False))
-    found = await db.scalar(
-        select(func.max(col(MemoryReview.through_number)))
-        .join(Turn, col(Turn.id) == col(MemoryReview.turn_id))
-        .where(*conds)
-    )
-    return int(found or 0)
-
-
-async def _conversation(db: AsyncSession, scope: TurnScope, *, after: int) -> list[rules.Entry]:
-    """The committed turns after ``after`` and before this one, then this turn: what the
-    review reads. A live turn never reads a preview turn's conversation (R64)."""
-    turn = scope.turn
-    place = (
-        col(Turn.session_id) == turn.session_id
-        if turn.session_id is not None
-        else col(Turn.agent_id) == turn.agent_id
-    )
-    conds = [
-        place,
-        col(Turn.status) == "committed",
-        col(Turn.replay_of_id).is_(None),
-        col(Turn.number) > after,
-        col(Turn.number) < turn.number,
-    ]
-    if not turn.preview:
-        conds.append(col(Turn.preview).is_(False))
-    earlier = (
-        await db.execute(
-            select(col(Turn.id), col(Turn.number)).where(*conds).order_by(col(Turn.number))
-        )
-    ).all()
-    history = scope.config.history
-    index: HistoryIndex = history.index if history is not None else "messages"
-    entries: list[rules.Entry] = []
-    for turn_id, number in [*earlier, (turn.id, turn.number)]:
-        entries.extend(
-            rules.Entry(number, role, tool, text)
-            for role, tool, text in await conversation(db, turn_id, index)
-        )
-    return entries
-
-
 async def _start(db: AsyncSession, scope: TurnScope, *, after: int, messages: int) -> Execution:
     return await start_execution(
         db,
@@ -324,8 +252,3 @@ async def _start(db: AsyncSession, scope: TurnScope, *, after: int, messages: in
         parent_id=scope.caller.id,
         input={"after_turn": after, "through_turn": scope.turn.number, "messages": messages},
     )
-
-
-def _lock_key(place: uuid.UUID) -> int:
-    """The place's advisory lock key for reviews (a signed 64-bit number)."""
-    return int.from_bytes(place.bytes[8:], "big", signed=True)

@@ -1,6 +1,7 @@
 """What a memory review reads and writes of memory (R50): the records most like a
 candidate, and its decisions applied as add_memory and delete_memory write them
-(:func:`server.services.memory.write_record`, :func:`~server.services.memory.delete_record`).
+(:func:`server.services.memory_write.write_record`,
+:func:`~server.services.memory_write.delete_record`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, DomainError
 from server.models import Execution, MemoryRecord, MemoryVersion, table
-from server.services.memory import (
-    MemoryItem,
+from server.services.memory_versions import MemoryItem
+from server.services.memory_write import (
     NewRecord,
     check_new_record,
     delete_record,

@@ -28,22 +28,22 @@ limit counts, with a ``usage`` transcript event (R43, :mod:`server.services.tool
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from server.domain.config import SEARCH_TOOL
 from server.domain.text import check_text
 from server.embedding import Embedder
 from server.errors import BadInputError
 from server.models import Execution
 from server.services.memory_listing import listed
 from server.services.memory_ranking import Filters, Found, ranked_by
-from server.services.tools import CallRef, record_embed, record_retrieved, run_tool
-from server.services.turns import TurnScope, ensure_memory_enabled
+from server.services.tools import CallRef, ToolResult, record_found, run_tool
+from server.services.turn_scope import TurnScope, ensure_memory_enabled
 
-TOOL = "search_memory"
 MAX_LIMIT = 100
 MAX_QUERY = 2_000
 MAX_IDS = 100
@@ -112,6 +112,7 @@ async def search_memory(
         ensure_memory_enabled(scope)
         filters = _filters(scope, kind, labels, ids)
         the_limit = _limit(scope, limit)
+        tokens: int | None = None  # a listing embeds nothing
         if query is not None:
             if after is not None:
                 raise BadInputError(
@@ -129,25 +130,53 @@ async def search_memory(
                 limit=the_limit,
                 filters=filters,
             )
-            if tokens is not None:
-                await record_embed(db, scope, execution, embedder, tokens)
         else:
             items, page["next"] = await listed(
                 db, reader=scope.reader, limit=the_limit, after=after, filters=filters
             )
-        await record_retrieved(db, scope, execution, versions=[i.version.id for i in items])
+        versions = [i.version.id for i in items]
+        await record_found(db, scope, execution, embedder, tokens=tokens, versions=versions)
         return items
 
-    result = await run_tool(
+    result = await run_search(
         db,
         ref=ref,
-        name=TOOL,
         input=args,
-        output_key="records",
         body=body,
         more_output=lambda: {"next": page["next"]} if query is None else {},
     )
     return SearchResult(execution=result.execution, items=result.items, next_cursor=page["next"])
 
 
-__all__ = ["MAX_LIMIT", "MAX_QUERY", "Filters", "Found", "SearchResult", "search_memory"]
+async def run_search(
+    db: AsyncSession,
+    *,
+    ref: CallRef,
+    input: dict[str, Any],
+    body: Callable[[TurnScope, Execution], Awaitable[list[Found]]],
+    more_output: Callable[[], dict[str, Any]],
+    scope: TurnScope | None = None,
+) -> ToolResult[Found]:
+    """A call of search_memory (a recall is recorded as one): :func:`run_tool` listing
+    the records it found."""
+    return await run_tool(
+        db,
+        ref=ref,
+        name=SEARCH_TOOL,
+        input=input,
+        output_key="records",
+        body=body,
+        more_output=more_output,
+        scope=scope,
+    )
+
+
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_QUERY",
+    "Filters",
+    "Found",
+    "SearchResult",
+    "run_search",
+    "search_memory",
+]

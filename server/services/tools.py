@@ -17,14 +17,19 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from sqlalchemy import func, insert
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.embedding import Embedder, default_model_path
 from server.errors import DomainError, NotFoundError
 from server.models import Execution, Invocation, OutputUse, table
-from server.services.transcript import append_event, end_execution, start_execution
-from server.services.turns import TurnScope, open_scope
+from server.services.transcript import (
+    append_event,
+    end_execution,
+    fail_execution,
+    start_execution,
+)
+from server.services.turn_scope import TurnScope, open_scope
 
 T = TypeVar("T")
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
@@ -57,7 +62,7 @@ class ToolResult(Generic[I]):
 
 
 async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
-    """The call's turn scope (:func:`server.services.turns.open_scope`), and its
+    """The call's turn scope (:func:`server.services.turn_scope.open_scope`), and its
     invocation, which must be a model call of the calling execution."""
     scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:
@@ -92,32 +97,27 @@ async def record_tool(
     execution = await start_execution(
         db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
     )
+
+    async def event(type: str, payload: dict[str, Any]) -> None:
+        await append_event(
+            db,
+            turn=scope.turn,
+            type=type,
+            execution_id=execution.id,
+            tool_name=name,
+            payload=payload,
+        )
+
     try:
         async with db.begin_nested():
             value = await body(scope, execution)
     except DomainError as exc:
-        execution.status = "failed"
-        execution.error = exc.message
-        execution.ended_at = func.clock_timestamp()  # type: ignore[assignment]  # DB clock
-        await append_event(
-            db,
-            turn=scope.turn,
-            type="tool.error",
-            execution_id=execution.id,
-            tool_name=name,
-            payload={"error": exc.message, "code": exc.code},
-        )
+        await fail_execution(db, execution, error=exc.message)
+        await event("tool.error", {"error": exc.message, "code": exc.code})
         await db.commit()
         raise
     result = output(value)
-    await append_event(
-        db,
-        turn=scope.turn,
-        type="tool.result",
-        execution_id=execution.id,
-        tool_name=name,
-        payload=result,
-    )
+    await event("tool.result", result)
     ended = await end_execution(db, execution, output=result)
     assert ended is execution
     return execution, value
@@ -189,6 +189,22 @@ async def record_embed(
             "counted": False,
         },
     )
+
+
+async def record_found(
+    db: AsyncSession,
+    scope: TurnScope,
+    execution: Execution,
+    embedder: Embedder,
+    *,
+    tokens: int | None,
+    versions: Sequence[uuid.UUID],
+) -> None:
+    """What a memory search's call used: the query's embedding as ``embed`` usage when
+    one was made (``tokens``), and the versions it returned as RETRIEVED (R43)."""
+    if tokens is not None:
+        await record_embed(db, scope, execution, embedder, tokens)
+    await record_retrieved(db, scope, execution, versions=versions)
 
 
 async def record_retrieved(

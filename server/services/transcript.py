@@ -142,12 +142,22 @@ def _start() -> Any:
 
 
 async def end_execution(db: AsyncSession, execution: Execution, *, output: Any) -> Execution:
-    """The execution succeeded with ``output``, ended by the database's clock (as every
-    time in the transcript) and read back into ``execution`` in the same statement."""
+    """The execution succeeded with ``output``: :func:`_end`."""
+    return await _end(db, execution, status="succeeded", output=output)
+
+
+async def fail_execution(db: AsyncSession, execution: Execution, *, error: str) -> Execution:
+    """The execution failed with ``error``: :func:`_end`."""
+    return await _end(db, execution, status="failed", error=error)
+
+
+async def _end(db: AsyncSession, execution: Execution, **values: Any) -> Execution:
+    """The execution ended with ``values``, by the database's clock (as every time in
+    the transcript), and read back into ``execution`` in the same statement."""
     ended = await db.scalar(
         update(Execution)
         .where(col(Execution.id) == execution.id)
-        .values(status="succeeded", output=output, ended_at=func.clock_timestamp())
+        .values(**values, ended_at=func.clock_timestamp())
         .returning(Execution)
         .execution_options(populate_existing=True, synchronize_session=False)
     )

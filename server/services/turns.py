@@ -1,4 +1,5 @@
-"""The turn lifecycle: begin, commit, roll back, fail, retry and replay.
+"""The turn lifecycle: begin (a new turn, a retry or a replay), commit, roll back,
+fail, and what is recorded inside an open turn (helpers, model calls).
 
 A turn is the transaction of the memory it writes (R12): records and status
 changes staged by an open turn are seen by that turn only; ``commit`` publishes
@@ -14,34 +15,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, delete, func, insert, null, or_, select, true, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.config import HarnessConfig
 from server.domain.history import SEARCH_FIRST, HistoryReader
 from server.domain.text import check_text
-from server.domain.visibility import Reader
-from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoundError
-from server.models import (
-    Agent,
-    AgentVersion,
-    Execution,
-    HistoryEvent,
-    Invocation,
-    MemoryRecord,
-    MemoryVersion,
-    Session,
-    Turn,
-)
-from server.services.agents import (
-    config_of,
-    latest_version,
-    session_to_begin,
-)
+from server.errors import BadInputError, ConflictError, NotFoundError
+from server.models import Agent, AgentVersion, Execution, HistoryEvent, Invocation, Session, Turn
+from server.services.agents import config_of, latest_version, session_to_begin
 from server.services.lookup import get
 from server.services.pins import PinnedEntry, pinned_list
+from server.services.staged_memory import discard_staged, publish_staged
 from server.services.transcript import AS_WRITTEN, append_event, start_execution
+from server.services.turn_numbers import (
+    next_turn_statement,
+    numbered_turn_statement,
+    turn_number,
+)
+from server.services.turn_scope import TurnScope, open_scope, open_turn, reader_for
 from server.storage.built import built_once
 from server.storage.history_gate import history_condition
 
@@ -52,33 +45,6 @@ class BegunTurn:
     execution: Execution
     pinned: list[PinnedEntry]
     notes: list[str]  # lines the instructions carry after the pinned ones
-
-
-@dataclass(frozen=True, slots=True)
-class TurnScope:
-    """Everything a native tool call needs to know about its turn."""
-
-    turn: Turn
-    agent: Agent
-    version: AgentVersion
-    config: HarnessConfig
-    caller: Execution
-    reader: Reader
-
-    @property
-    def read_only(self) -> bool:
-        return self.caller.kind in ("helper", "program")
-
-
-def reader_for(turn: Turn, config: HarnessConfig) -> Reader:
-    return Reader.for_turn(
-        agent_id=turn.agent_id,
-        session_id=turn.session_id,
-        turn_id=turn.id,
-        preview=turn.preview,
-        read_scopes=config.memory.read_scopes,
-        write_scopes=config.memory.write_scopes,
-    )
 
 
 async def begin_turn(
@@ -113,7 +79,7 @@ async def begin_turn(
         if version.agent_id != agent.id:
             raise NotFoundError(f"no agent version with id {agent_version_id} for this agent")
 
-    number, attempt, replay_of = await _number(
+    number, attempt, replay_of = await turn_number(
         db,
         agent=agent,
         session=session,
@@ -134,10 +100,10 @@ async def begin_turn(
     }
     if number is None:  # the next in its place, counted by the INSERT
         values["place"] = session.id if session else agent.id
-        stmt = _next_turn(in_session=session is not None)
+        stmt = next_turn_statement(in_session=session is not None)
     else:
         values["number"] = number
-        stmt = _numbered()
+        stmt = numbered_turn_statement()
     turn: Turn | None = await db.scalar(stmt, values)  # no unit of work
     assert turn is not None
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
@@ -182,149 +148,6 @@ async def _has_history(db: AsyncSession, turn: Turn, config: HarnessConfig) -> b
         select(col(HistoryEvent.id)).where(history_condition(reader, HistoryEvent)).limit(1)
     )
     return found is not None
-
-
-async def _number(
-    db: AsyncSession,
-    *,
-    agent: Agent,
-    session: Session | None,
-    replay_of: uuid.UUID | None,
-    retry_of: uuid.UUID | None,
-    preview: bool,
-) -> tuple[int | None, int, uuid.UUID | None]:
-    """Turn number, attempt and the replayed turn: a retry keeps the number (and, for a
-    retried replay, what it replays); a replay takes the original's number. A new turn's
-    number (``None`` here) is the next after its place's last, counted by the INSERT
-    itself (the place, session or agent, is locked: turns are numbered one at a time)."""
-    if replay_of is None and retry_of is None:
-        return None, 1, None
-    same_place = col(Turn.session_id) == session.id if session else col(Turn.agent_id) == agent.id
-    for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
-        if ref is None:
-            continue
-        original = await db.scalar(select(Turn).where(col(Turn.id) == ref, same_place))
-        if original is None:
-            raise NotFoundError(f"no turn {ref} in this session", field=what)
-        if what == "retryOf":
-            if original.status != "failed":
-                raise ConflictError("only a failed turn can be retried", field=what)
-            retried = await db.scalar(
-                select(col(Turn.id)).where(col(Turn.retry_of_id) == original.id)
-            )
-            if retried is not None:
-                raise ConflictError("this attempt was already retried", field=what)
-            if original.preview != preview:
-                raise BadInputError("a retry keeps the original's preview flag", field=what)
-            return original.number, original.attempt + 1, original.replay_of_id
-        if original.status != "committed":
-            raise ConflictError("only a committed turn can be replayed", field=what)
-        return original.number, 1, original.id
-    raise AssertionError("unreachable: a replay or a retry was named")
-
-
-@built_once
-def _next_turn(*, in_session: bool) -> Any:
-    """A new turn, numbered the next after the last of its place (its session, or its
-    agent: the column equal to the ``place`` parameter), returned."""
-    place = col(Turn.session_id) if in_session else col(Turn.agent_id)
-    last = func.coalesce(func.max(col(Turn.number)), 0)
-    number = (
-        select(last + 1)
-        .where(place == bindparam("place"), col(Turn.replay_of_id).is_(None))
-        .scalar_subquery()
-    )
-    return insert(Turn).values(number=number).returning(Turn).execution_options(**AS_WRITTEN)
-
-
-@built_once
-def _numbered() -> Any:
-    return insert(Turn).returning(Turn).execution_options(**AS_WRITTEN)
-
-
-async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = False) -> Turn:
-    """The turn, which must be open, held open until this transaction ends (R12).
-
-    ``FOR KEY SHARE`` lets the calls of one turn run side by side but makes a concurrent
-    commit, rollback or fail wait for them (or them see it closed), so nothing is
-    written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
-    call of the turn at a time (read fresh).
-    """
-    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id})).first()
-    return _still_open(row[0] if row else None, turn_id)
-
-
-def _holding(stmt: Any, *, exclusive: bool) -> Any:
-    """``stmt`` (which reads the turn) for the one turn (parameter ``turn``), locked as
-    :func:`open_turn` says."""
-    return (
-        stmt.where(col(Turn.id) == bindparam("turn"))
-        .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
-        .execution_options(populate_existing=exclusive)
-    )
-
-
-@built_once
-def _open_turn(exclusive: bool) -> Any:
-    return _holding(select(Turn), exclusive=exclusive)
-
-
-@built_once
-def _open_scope(by_caller: bool, exclusive: bool) -> Any:
-    """:func:`open_scope`'s statement: the turn with its version, agent and caller
-    execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
-    if by_caller:
-        caller_of = col(Execution.id) == bindparam("caller")
-    else:
-        caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
-    stmt = (
-        select(Turn, AgentVersion, Agent, Execution)
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
-        .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .outerjoin(Execution, caller_of)
-    )
-    return _holding(stmt, exclusive=exclusive)
-
-
-def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
-    if turn is None:
-        raise NotFoundError(f"no turn with id {turn_id}")
-    if turn.status != "open":
-        raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
-    return turn
-
-
-async def open_scope(
-    db: AsyncSession,
-    *,
-    turn_id: uuid.UUID,
-    caller_execution_id: uuid.UUID | None = None,
-    exclusive: bool = False,
-) -> TurnScope:
-    """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
-    its agent version and its caller execution (by default the turn's own), in one
-    statement."""
-    by_caller = caller_execution_id is not None
-    params = {"turn": turn_id, "caller": caller_execution_id} if by_caller else {"turn": turn_id}
-    row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
-    turn = _still_open(row[0] if row else None, turn_id)
-    assert row is not None
-    _, version, agent, caller = row
-    if caller_execution_id is not None:
-        if caller is None or caller.turn_id != turn.id:
-            raise NotFoundError(f"no execution {caller_execution_id} in this turn")
-        if caller.kind == "tool":
-            raise BadInputError("a native tool call cannot call tools", field="executionId")
-    assert caller is not None
-    config = config_of(version, agent)
-    return TurnScope(
-        turn=turn,
-        agent=agent,
-        version=version,
-        config=config,
-        caller=caller,
-        reader=reader_for(turn, config),
-    )
 
 
 async def start_helper(
@@ -393,53 +216,11 @@ def _ending(succeeded: bool) -> Any:
     )
 
 
-@built_once
-def _publishing() -> Any:
-    """The records the turn (parameter ``turn``) wrote are committed, those it changed
-    released: one statement."""
-    wrote = col(MemoryRecord.turn_id) == bindparam("turn")
-    changed = col(MemoryRecord.pending_turn_id) == bindparam("turn")
-    return (
-        update(MemoryRecord)
-        .where(or_(wrote, changed))
-        .values(
-            committed=case((wrote, true()), else_=col(MemoryRecord.committed)),
-            pending_turn_id=case((changed, null()), else_=col(MemoryRecord.pending_turn_id)),
-            prior_status=case((changed, null()), else_=col(MemoryRecord.prior_status)),
-            prior_version_id=case((changed, null()), else_=col(MemoryRecord.prior_version_id)),
-        )
-        .execution_options(**AS_WRITTEN, synchronize_session="fetch")
-    )
-
-
 async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     """Publish the turn's staged memory (R12)."""
     turn = await _close(db, turn_id, "committed", None)
-    await db.execute(_publishing(), {"turn": turn_id})
+    await publish_staged(db, turn_id=turn_id)
     return turn
-
-
-async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
-    """Undo what an open turn staged: restore changed records, remove new rows (R12)."""
-    changed = col(MemoryRecord.pending_turn_id) == turn_id
-    await db.execute(
-        update(MemoryRecord)
-        .where(changed)
-        .values(
-            status=MemoryRecord.prior_status,
-            current_version_id=MemoryRecord.prior_version_id,
-            replaced_by_id=None,
-            pending_turn_id=None,
-            prior_status=None,
-            prior_version_id=None,
-        )
-    )
-    await db.execute(delete(MemoryVersion).where(col(MemoryVersion.turn_id) == turn_id))
-    await db.execute(
-        delete(MemoryRecord).where(
-            col(MemoryRecord.turn_id) == turn_id, col(MemoryRecord.committed).is_(False)
-        )
-    )
 
 
 async def rollback_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
@@ -455,13 +236,6 @@ async def fail_turn(db: AsyncSession, *, turn_id: uuid.UUID, error: str | None) 
     turn = await _close(db, turn_id, "failed", error)
     await discard_staged(db, turn_id=turn_id)
     return turn
-
-
-def ensure_memory_enabled(scope: TurnScope) -> None:
-    if not scope.config.memory.enabled:
-        raise NotAllowedError(
-            "memory is not enabled for this agent version (harness.memory.enabled)"
-        )
 
 
 async def record_invocation(
@@ -491,3 +265,18 @@ async def record_invocation(
     db.add(invocation)
     await db.flush()
     return invocation
+
+
+# TurnScope and open_scope live in server.services.turn_scope; named here too, for the
+# modules that import them from here (history, review_memory)
+__all__ = [
+    "BegunTurn",
+    "TurnScope",
+    "begin_turn",
+    "commit_turn",
+    "fail_turn",
+    "open_scope",
+    "record_invocation",
+    "rollback_turn",
+    "start_helper",
+]

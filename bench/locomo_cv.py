@@ -312,7 +312,7 @@ async def _signals(
     from server.models import HistoryPart
     from server.services.history_search import word_counts
     from server.storage.history_gate import history_condition
-    from server.storage.hybrid import tsquery, uses_web_syntax
+    from server.storage.search_terms import tsquery, uses_web_syntax
 
     f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
     position = {k: i for i, k in enumerate(parts.keys)}

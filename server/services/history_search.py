@@ -66,17 +66,11 @@ from server.models import (
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turns import TurnScope
+from server.storage.candidates import SearchSource
 from server.storage.history_gate import history_condition
-from server.storage.hybrid import (
-    Hit,
-    SearchSource,
-    candidate_keys,
-    float_param,
-    hybrid_search,
-    run_search,
-    tsquery,
-    uses_web_syntax,
-)
+from server.storage.hybrid import candidate_keys
+from server.storage.hybrid_run import Hit, hits, hybrid_search, scanned_rows
+from server.storage.search_terms import float_param, tsquery, uses_web_syntax
 
 TOOL = "search_history"
 DEFAULT_LIMIT = 5
@@ -248,7 +242,7 @@ async def keywords_of(db: AsyncSession, *, reader: HistoryReader, query: str) ->
 
 # Parts have no vector index (migration 0006): a search ranks its session's parts
 # exactly, and runs under the planner's own settings. Those that steer a search to an
-# HNSW index (server.storage.hybrid.scan_settings, enable_sort off among them) would
+# HNSW index (server.storage.hybrid_run.scan_settings, enable_sort off among them) would
 # only make it avoid the sorts it needs (docs/scaling.md, "Figures behind the code").
 EXACT = True
 
@@ -425,7 +419,10 @@ async def rank_parts(
             reader=reader, keywords=keywords, vector=vector, min_score=min_score, limit=limit,
             now=now, periods=query_periods(query, now=now),
         )  # fmt: skip
-        return await run_search(db, stmt, mode=mode, limit=limit, preset=rules.PRESET, exact=EXACT)
+        rows = await scanned_rows(
+            db, stmt, mode=mode, limit=limit, preset=rules.PRESET, exact=EXACT
+        )
+        return hits(rows)
     return await hybrid_search(
         db,
         source=_source(reader),

@@ -16,7 +16,8 @@ from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
 from server.models import HistoryEvent, HistoryPart, OutputUse
-from server.services.history_search import context_search, keywords_of
+from server.services.history_keywords import keywords_of
+from server.services.history_ranking import context_search
 from server.storage import hybrid_run
 from tests.api.history_scenario import (
     SEARCH,
@@ -390,7 +391,7 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     sees; the search then finds the message the rare words name, in lexical mode too."""
     from server.domain import history as rules
     from server.domain.history import HistoryReader
-    from server.services.history_search import keywords_of, rank_parts
+    from server.services.history_ranking import rank_parts
 
     s, session = await _agent(api)
     chatter = [user(f"Dana: Dana says hello again, Dana is here, note {i}") for i in range(24)]

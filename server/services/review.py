@@ -30,7 +30,7 @@ from server.domain.history import HistoryIndex
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
 from server.models import Execution, Invocation, MemoryReview, Turn
-from server.services.history import conversation
+from server.services.history_kept import conversation
 from server.services.review_memory import (
     Candidate,
     Similar,

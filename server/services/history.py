@@ -26,8 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
 from sqlmodel import col
 
-from server.domain import history as rules
 from server.domain.config import HarnessConfig
+from server.domain.history_parts import fits_one_part, split_text
 from server.embedding import Embedder
 from server.models import (
     Agent,
@@ -242,12 +242,11 @@ async def _prepare(
 
 
 async def _split(embedder: Embedder, texts: list[str]) -> list[list[str]]:
-    """Each text cut into parts that fit the model (token-aware, :mod:`rules`)."""
+    """Each text cut into parts that fit the model (:mod:`server.domain.history_parts`)."""
     if not embedder.loaded:
         await embedder.aload()
-    long = [text for text in texts if not rules.fits_one_part(text)]
+    long = [text for text in texts if not fits_one_part(text)]
     offsets = iter(embedder.token_offsets(long) if long else [])
     return [
-        [text.strip()] if rules.fits_one_part(text) else rules.split_text(text, next(offsets))
-        for text in texts
+        [text.strip()] if fits_one_part(text) else split_text(text, next(offsets)) for text in texts
     ]

@@ -152,17 +152,16 @@ def _best_first(
 ) -> Select[Any]:
     """Rows ``(key, score, cosine, lexical, created_at)``, the first ``limit`` by score,
     newer first on a tie, then by key: the order of :func:`server.domain.ranking.rank`."""
+    named = zip((key, score, cosine, lexical, created_at), _ROW, strict=True)
     return (
-        select(
-            key.label("key"),
-            score.label("score"),
-            cosine.label("cosine"),
-            lexical.label("lexical"),
-            created_at.label("created_at"),
-        )
+        select(*(c if getattr(c, "name", None) == name else c.label(name) for c, name in named))
         .order_by(score.desc(), created_at.desc(), key)
         .limit(bindparam("limit", limit))
     )
+
+
+# The columns of a search's rows; a column already so named keeps its name unlabelled.
+_ROW = ("key", "score", "cosine", "lexical", "created_at")
 
 
 def candidate_keys(

@@ -310,9 +310,9 @@ async def _signals(
 
     from server.domain import dates
     from server.models import HistoryPart
-    from server.services.history_search import word_counts
+    from server.services.history_keywords import word_counts
     from server.storage.history_gate import history_condition
-    from server.storage.hybrid import tsquery, uses_web_syntax
+    from server.storage.search_terms import tsquery, uses_web_syntax
 
     f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
     position = {k: i for i, k in enumerate(parts.keys)}
@@ -427,7 +427,7 @@ async def keep_all(srv: Server, conversations: Sequence[Conversation]) -> list[K
 async def check_replay(srv: Server, kept: Sequence[Kept], every: int = 7) -> tuple[int, int]:
     """The replay against the server's own SQL (``rank_parts``), every ``every``-th
     question, in the three modes: how many agreed, of how many."""
-    from server.services.history_search import rank_parts
+    from server.services.history_ranking import rank_parts
 
     agree = total = 0
     for k in kept:

@@ -10,7 +10,7 @@ naming a date is read against them). Then every question of categories 1-4 with
 evidence is asked from a new last turn: by ``searchHistory`` through the schema
 (hybrid, as the agent asks it: candidates by meaning and keywords, then their
 turns ranked in context) and, for comparison, by one signal alone in vector and
-lexical mode (``server.services.history_search.rank_parts``, whose keyword half
+lexical mode (``server.services.history_ranking.rank_parts``, whose keyword half
 leaves out the words too common in the session, as the hybrid's does).
 
 recall@k = |evidence ∩ top k| / |evidence| (LoCoMo's own definition), averaged
@@ -260,7 +260,7 @@ async def _ranked_dia(
     from sqlalchemy import select
 
     from server.models import HistoryEvent, HistoryPart
-    from server.services.history_search import rank_parts
+    from server.services.history_ranking import rank_parts
 
     vector = None if mode == "lexical" else (await srv.embedder.embed_one(query))[0]
     async with srv.database.session() as db:

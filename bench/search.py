@@ -43,7 +43,8 @@ from server.domain.ranking import DEFAULT_PRESET
 from server.domain.visibility import Reader
 from server.models import MemoryVersion
 from server.services import auth, memory_ranking, turns
-from server.storage.hybrid import EXACT_BELOW, scan_settings
+from server.storage.candidates import EXACT_BELOW
+from server.storage.hybrid_run import scan_settings
 
 SEARCH = """
 mutation($turn: UUID!, $q: String!) {

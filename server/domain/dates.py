@@ -51,8 +51,9 @@ _MONTH_ALONE = re.compile(
     rf"through|throughout|around|by)\s+(?:-\s*)?{_MONTH}\b",
     re.I,
 )
-_YEAR_ALONE = re.compile(rf"\b(?:in|of|during|since|until|before|after|around|by)\s+{_YEAR}\b",
-                         re.I)  # fmt: skip
+_YEAR_ALONE = re.compile(
+    rf"\b(?:in|of|during|since|until|before|after|around|by)\s+{_YEAR}\b", re.I
+)
 _NUMBER = r"(\d+|an?|a few|a couple of|one|two|three|four|five|six)"
 _AGO = re.compile(rf"\b{_NUMBER}\s+(day|week|month|year)s?\s+ago\b", re.I)
 _RELATIVE = re.compile(
@@ -60,8 +61,18 @@ _RELATIVE = re.compile(
     r"(?:week|weekend|month|year))\b",
     re.I,
 )
-_WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "two": 2, "a few": 3,
-                 "three": 3, "four": 4, "five": 5, "six": 6}  # fmt: skip
+_WORD_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "a couple of": 2,
+    "two": 2,
+    "a few": 3,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+}
 
 Period = tuple[datetime, datetime]
 

@@ -1,20 +1,18 @@
-"""Session history rules (R60-R64): what a turn keeps, how a kept event is cut into
-parts, the header line a result opens with, and who may search which parts.
+"""Session history rules (R60-R64): what a turn keeps and as which text, the header
+line a result opens with, which words of a query are keywords, and who may search
+which parts.
 
-Plain Python over plain values; :mod:`server.services.history` applies the
-rules to the database and the tests check the API against them.
+Plain Python over plain values; :mod:`server.services.history_kept` and
+:mod:`server.services.history_keywords` apply the rules to the database, and the
+tests check the API against them.
 
 - R60 what is kept (:func:`kept_role`): with ``messages``, the incoming user
   message and each agent reply (its text and the tool calls it made); with
   ``messages_and_tools``, also the results and errors of the agent's tools.
   Skill loads and the agent's own retrievals (``RETRIEVAL_TOOLS``, and
   ``retrieval`` events) are never kept.
-- R62 parts (:func:`token_windows`): a kept event longer than ``PART_TOKENS``
-  word pieces of the embedding model is cut into windows of at most
-  ``PART_TOKENS`` tokens that overlap by about ``PART_OVERLAP`` tokens, cut at
-  whitespace where one is near, so each part fits the model's 256-token input
-  (its [CLS] and [SEP] included) and a sentence that straddles a cut is whole
-  in one of the two parts.
+- R62 parts: a long kept event is cut into parts that fit the embedding model
+  (:mod:`server.domain.history_parts`).
 - R62 the header line (:func:`header`): ``turn 12, user``, ``turn 12, agent``
   or ``turn 12, tool <name>``.
 - R62 keywords (:func:`keyword_query`): the keyword half of a search leaves out
@@ -56,16 +54,6 @@ from server.domain.ranking import (
 
 Role = Literal["user", "agent", "tool"]
 HistoryIndex = Literal["messages", "messages_and_tools"]
-
-# The embedding model reads at most 256 word pieces, [CLS] and [SEP] included.
-MODEL_MAX_TOKENS = 256
-# A part's size in word pieces, leaving room under MODEL_MAX_TOKENS.
-PART_TOKENS = 200
-# Word pieces two neighbouring parts share, so a sentence cut by the window is
-# whole in one of them.
-PART_OVERLAP = 32
-# How far back a cut may move to land on whitespace instead of inside a word.
-CUT_SLACK = 24
 
 # Ranking (R62): the history fusion preset (the memory search's, with half its candidate
 # pool), and the memory search's default least cosine a part found by meaning alone
@@ -172,76 +160,13 @@ def native_result_text(output: Mapping[str, Any] | None, error: str | None) -> s
     return "\n".join(lines) if lines else compact_json(output or {})
 
 
-def token_windows(
-    word_starts: Sequence[bool],
-    *,
-    size: int = PART_TOKENS,
-    overlap: int = PART_OVERLAP,
-    slack: int = CUT_SLACK,
-) -> list[tuple[int, int]]:
-    """Token ranges ``[start, end)`` covering ``len(word_starts)`` tokens.
-
-    ``word_starts[i]`` is true when token ``i`` begins a word (whitespace before
-    it). Each range holds at most ``size`` tokens; each range after the first
-    starts about ``overlap`` tokens before the previous one ends. Cuts move back
-    by at most ``slack`` tokens to fall where a word begins; a word longer than
-    that is cut inside. Always progresses, so the ranges are finite.
-    """
-    if size < 1 or not 0 <= overlap < size or slack < 0:
-        raise ValueError("need size >= 1, 0 <= overlap < size, slack >= 0")
-    n = len(word_starts)
-    if n <= size:
-        return [(0, n)] if n else []
-    slack = min(slack, (size - overlap) // 2)
-    windows: list[tuple[int, int]] = []
-    start = 0
-    while True:
-        end = min(start + size, n)
-        if end < n:
-            end = _snap(word_starts, end, floor=max(end - slack, start + 1))
-        windows.append((start, end))
-        if end >= n:
-            return windows
-        # the next part starts where a word begins, moving forward so that the
-        # overlap never exceeds what was asked
-        at = end - overlap
-        nxt = next((i for i in range(at, min(at + slack, end) + 1) if word_starts[i]), at)
-        start = max(nxt, start + 1)
-
-
-def _snap(word_starts: Sequence[bool], at: int, *, floor: int) -> int:
-    """The nearest index ``<= at`` and ``>= floor`` where a word begins, else ``at``."""
-    i = at
-    while i >= floor:
-        if word_starts[i]:
-            return i
-        i -= 1
-    return at
-
-
-def fits_one_part(text: str, size: int = PART_TOKENS) -> bool:
-    """Whether ``text`` is one part whatever its tokens: it has fewer UTF-8 bytes than a
-    part has tokens. A subword tokenizer's every piece covers at least one byte of the
-    text (WordPiece a character, byte-level BPE a byte), but for one leading piece of
-    none (SentencePiece's word-start mark); special tokens are not counted. Such a text
-    needs no tokenizer pass: :func:`split_text` would give ``[text.strip()]``."""
-    return len(text.encode("utf-8", "surrogatepass")) < size
-
-
-def split_text(text: str, offsets: Sequence[tuple[int, int]], **kw: int) -> list[str]:
-    """``text`` cut into parts by :func:`token_windows` over its tokens' character offsets."""
-    if not offsets:
-        return [text.strip()] if text.strip() else []
-    starts = [i == 0 or offsets[i][0] > offsets[i - 1][1] for i in range(len(offsets))]
-    windows = token_windows(starts, **kw)
-    if len(windows) == 1:
-        return [text.strip()]
-    return [text[offsets[s][0] : offsets[e - 1][1]] for s, e in windows]
-
-
 def query_words(query: str, *, limit: int = COMMON_WORD_CHECKED) -> list[str]:
     """The distinct words of ``query``, lower-cased, in order, at most ``limit``."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:limit]
+    return _distinct_words(query)[:limit]
+
+
+def _distinct_words(query: str) -> list[str]:
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
 
 
 def keyword_query(
@@ -259,7 +184,7 @@ def keyword_query(
     more than ``share`` of the parts and in more than ``min_count`` parts are left
     out; the query is returned as is when none is, or when nothing else is left.
     """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    words = _distinct_words(query)
     floor = max(share * parts, min_count)
     common = {w for w in words if (n := counts.get(w)) is not None and n > floor}
     if not common:

@@ -40,10 +40,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain import history as rules
+from server.domain.counts import check_count
 from server.domain.history import ToolCall
 from server.domain.text import check_text
 from server.errors import BadInputError
-from server.models import Execution, TranscriptEvent, Turn
+from server.models import Execution, TranscriptEvent
 from server.services.transcript import APPEND_RETURNING, appending
 from server.services.turns import open_scope
 
@@ -91,26 +92,36 @@ async def record_events(
     """
     # exclusive: recorders of one turn take turns, so call ids stay unique and answered once
     scope = await open_scope(db, turn_id=turn_id, caller_execution_id=execution_id, exclusive=True)
-    if not 1 <= len(events) <= MAX_EVENTS:
-        raise BadInputError(f"events must hold 1 to {MAX_EVENTS} events", field="events")
+    check_count(events, field="events", maximum=MAX_EVENTS)
     # plain messages neither make nor answer calls: the turn's calls are read only for
     # a batch that does
     with_calls = any(
         e.tool_calls or e.tool_call_id is not None or e.tool_execution_id is not None
         for e in events
     )
-    calls, answered = await _calls_of(db, turn_id) if with_calls else ({}, set())
+    so_far = await _so_far(db, turn_id) if with_calls else _SoFar(turn_id, {}, set())
     rows: list[dict[str, Any]] = []
     for i, event in enumerate(events):
-        row = await _check_event(db, event, f"events[{i}]", scope.turn, calls, answered)
+        row = await _check_event(db, event, f"events[{i}]", so_far)
         rows.append({"execution_id": scope.caller.id, **row})
     inserted = await db.scalars(APPEND_RETURNING, appending(turn_id, scope.turn.agent_id, rows))
     return sorted(inserted.all(), key=lambda e: e.sequence)
 
 
-async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, ToolCall], set[str]]:
-    """The tool calls the turn's replies made so far, and what is already answered: call
-    ids, and (as ``execution:<id>``) the native executions already linked to a call."""
+@dataclass(slots=True)
+class _SoFar:
+    """The turn a batch is checked against, as of the event being checked: the tool calls
+    its replies made, by id, and what is already answered: call ids, and (as
+    ``execution:<id>``) the native executions already linked to a call. Each event
+    checked adds to them."""
+
+    turn_id: uuid.UUID
+    calls: dict[str, ToolCall]
+    answered: set[str]
+
+
+async def _so_far(db: AsyncSession, turn_id: uuid.UUID) -> _SoFar:
+    """The turn's calls and answers as its transcript holds them."""
     rows = (
         await db.execute(
             select(
@@ -128,29 +139,33 @@ async def _calls_of(db: AsyncSession, turn_id: uuid.UUID) -> tuple[dict[str, Too
             .order_by(col(TranscriptEvent.sequence))
         )
     ).all()
-    calls: dict[str, ToolCall] = {}
-    answered: set[str] = set()
+    so_far = _SoFar(turn_id, {}, set())
     for type_, call_id, payload, execution_id in rows:
         if type_ == rules.AGENT_MESSAGE:
             for raw in payload.get("toolCalls", []):
                 call = ToolCall.from_json(raw)
-                calls[call.id] = call
+                so_far.calls[call.id] = call
         elif call_id is not None:
-            answered.add(call_id)
+            so_far.answered.add(call_id)
             if "execution" in payload:
-                answered.add(f"execution:{execution_id}")
-    return calls, answered
+                so_far.answered.add(f"execution:{execution_id}")
+    return so_far
+
+
+def _refused(field: str, says: str) -> BadInputError:
+    """The error of an input ``field`` that is not as it must be: it ``says`` why."""
+    return BadInputError(f"{field} {says}", field=field)
 
 
 def _text(value: str | None, field: str, *, required: bool) -> str | None:
     if value is None:
         if required:
-            raise BadInputError(f"{field} is required for this event type", field=field)
+            raise _refused(field, "is required for this event type")
         return None
     if len(value) > MAX_TEXT:
-        raise BadInputError(f"{field} is over {MAX_TEXT} characters", field=field)
+        raise _refused(field, f"is over {MAX_TEXT} characters")
     if required and not value.strip():
-        raise BadInputError(f"{field} must not be blank", field=field)
+        raise _refused(field, "must not be blank")
     return value
 
 
@@ -164,22 +179,15 @@ def _only(event: EventInput, at: str, allowed: set[str]) -> None:
     }
     for key, present in given.items():
         if present and key not in allowed:
-            raise BadInputError(f"{at}.{key} is not used by {event.type}", field=f"{at}.{key}")
+            raise _refused(f"{at}.{key}", f"is not used by {event.type}")
 
 
 async def _check_event(
-    db: AsyncSession,
-    event: EventInput,
-    at: str,
-    turn: Turn,
-    calls: dict[str, ToolCall],
-    answered: set[str],
+    db: AsyncSession, event: EventInput, at: str, so_far: _SoFar
 ) -> dict[str, Any]:
     """Validate one event against the turn so far; the transcript row's columns."""
     if event.type not in EVENT_TYPES:
-        raise BadInputError(
-            f"{at}.type must be one of {', '.join(EVENT_TYPES)}", field=f"{at}.type"
-        )
+        raise _refused(f"{at}.type", f"must be one of {', '.join(EVENT_TYPES)}")
     kind = EVENT_TYPES[event.type]
     if event.type == "USER_MESSAGE":
         _only(event, at, {"text"})
@@ -187,7 +195,7 @@ async def _check_event(
     if event.type == "AGENT_MESSAGE":
         _only(event, at, {"text", "toolCalls"})
         text = _text(event.text, f"{at}.text", required=False)
-        made = _check_calls(event.tool_calls or [], f"{at}.toolCalls", calls)
+        made = _check_calls(event.tool_calls or [], f"{at}.toolCalls", so_far.calls)
         if not (text and text.strip()) and not made:
             raise BadInputError(f"{at} needs a text or tool calls", field=f"{at}.text")
         return {
@@ -200,20 +208,20 @@ async def _check_event(
         text = _text(event.text, f"{at}.text", required=False)
         return {"type": kind, "payload": {"name": name, "text": text or ""}}
     _only(event, at, {"text", "toolCallId", "toolExecutionId"})
-    return await _check_result(db, event, at, kind, turn, calls, answered)
+    return await _check_result(db, event, at, kind, so_far)
 
 
 def _name(value: str | None, field: str, *, required: bool) -> str | None:
     if value is None and not required:
         return None
     if value is None or not _TOOL_NAME.fullmatch(value):
-        raise BadInputError(f"{field} must be 1 to 128 letters, digits or _ . : -", field=field)
+        raise _refused(field, "must be 1 to 128 letters, digits or _ . : -")
     return value
 
 
 def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) -> list[ToolCall]:
     if len(made) > MAX_CALLS:
-        raise BadInputError(f"{at} holds more than {MAX_CALLS} calls", field=at)
+        raise _refused(at, f"holds more than {MAX_CALLS} calls")
     out = []
     for j, call in enumerate(made):
         here = f"{at}[{j}]"
@@ -225,10 +233,7 @@ def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) 
         _name(call.name, f"{here}.name", required=True)
         arguments = {} if call.arguments is None else call.arguments
         if len(rules.compact_json(arguments)) > MAX_TEXT:
-            raise BadInputError(
-                f"{here}.arguments must be JSON of at most {MAX_TEXT} characters",
-                field=f"{here}.arguments",
-            )
+            raise _refused(f"{here}.arguments", f"must be JSON of at most {MAX_TEXT} characters")
         checked = ToolCall(id=call.id, name=call.name, arguments=arguments)
         calls[call.id] = checked
         out.append(checked)
@@ -236,45 +241,36 @@ def _check_calls(made: Sequence[ToolCall], at: str, calls: dict[str, ToolCall]) 
 
 
 async def _check_result(
-    db: AsyncSession,
-    event: EventInput,
-    at: str,
-    kind: str,
-    turn: Turn,
-    calls: dict[str, ToolCall],
-    answered: set[str],
+    db: AsyncSession, event: EventInput, at: str, kind: str, so_far: _SoFar
 ) -> dict[str, Any]:
+    """Validate a tool result or error: it answers a call of the turn, once, with a text
+    or by naming the native execution that ran the call."""
     call_id = event.tool_call_id
     if call_id is None:
-        raise BadInputError(
-            f"{at}.toolCallId is required for {event.type}", field=f"{at}.toolCallId"
-        )
-    call = calls.get(call_id)
+        raise _refused(f"{at}.toolCallId", f"is required for {event.type}")
+    call = so_far.calls.get(call_id)
     if call is None:
         raise BadInputError(
             f"no tool call {call_id!r} in this turn: record the agent message that made it first",
             field=f"{at}.toolCallId",
         )
-    if call_id in answered:
+    if call_id in so_far.answered:
         raise BadInputError(f"tool call {call_id!r} already has a result", field=f"{at}.toolCallId")
-    answered.add(call_id)
+    so_far.answered.add(call_id)
     columns = {"type": kind, "tool_name": call.name, "tool_call_id": call_id}
     if event.tool_execution_id is None:
         text = _text(event.text, f"{at}.text", required=False)
         if text is None:
-            raise BadInputError(
-                f"{at}.text is required unless toolExecutionId names a native tool call",
-                field=f"{at}.text",
+            raise _refused(
+                f"{at}.text", "is required unless toolExecutionId names a native tool call"
             )
         key = "error" if kind == rules.TOOL_ERROR else "text"
         return {**columns, "payload": {key: text}}
     if event.text is not None:
-        raise BadInputError(
-            f"{at}.text is taken from the native tool call; leave it out", field=f"{at}.text"
-        )
+        raise _refused(f"{at}.text", "is taken from the native tool call; leave it out")
     native = await db.get(Execution, event.tool_execution_id)
     field = f"{at}.toolExecutionId"
-    if native is None or native.turn_id != turn.id or native.kind != "tool":
+    if native is None or native.turn_id != so_far.turn_id or native.kind != "tool":
         raise BadInputError(
             f"no native tool call {event.tool_execution_id} in this turn", field=field
         )
@@ -283,9 +279,9 @@ async def _check_result(
             f"call {call_id!r} is to {call.name}, but execution {native.id} ran {native.name}",
             field=field,
         )
-    if f"execution:{native.id}" in answered:
+    if f"execution:{native.id}" in so_far.answered:
         raise BadInputError(f"execution {native.id} already answers another call", field=field)
-    answered.add(f"execution:{native.id}")
+    so_far.answered.add(f"execution:{native.id}")
     expected = "failed" if kind == rules.TOOL_ERROR else "succeeded"
     if native.status != expected:
         other = "TOOL_RESULT" if native.status == "succeeded" else "TOOL_ERROR"

@@ -35,14 +35,11 @@ from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
 from server.storage.built import built_once
+from server.storage.candidates import SearchSource
 from server.storage.gate import searchable_version
-from server.storage.hybrid import (
-    SearchSource,
-    build_search,
-    scanned_rows,
-    search_parameters,
-    uses_web_syntax,
-)
+from server.storage.hybrid import build_search, search_parameters
+from server.storage.hybrid_run import scanned_rows
+from server.storage.search_terms import uses_web_syntax
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from server.domain import review as rules
 from server.domain.history import HistoryIndex
 from server.errors import ConflictError
 from server.models import MemoryReview, Turn
-from server.services.history import conversation
+from server.services.history_kept import conversation
 from server.services.turn_scope import TurnScope
 
 

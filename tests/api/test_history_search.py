@@ -16,8 +16,9 @@ from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
 from server.models import HistoryEvent, HistoryPart, OutputUse
-from server.services.history_search import context_search, keywords_of
-from server.storage.hybrid import run_search
+from server.services.history_keywords import keywords_of
+from server.services.history_ranking import context_search
+from server.storage import hybrid_run
 from tests.api.history_scenario import (
     SEARCH,
     HistoryScenario,
@@ -390,7 +391,7 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     sees; the search then finds the message the rare words name, in lexical mode too."""
     from server.domain import history as rules
     from server.domain.history import HistoryReader
-    from server.services.history_search import keywords_of, rank_parts
+    from server.services.history_ranking import rank_parts
 
     s, session = await _agent(api)
     chatter = [user(f"Dana: Dana says hello again, Dana is here, note {i}") for i in range(24)]
@@ -467,7 +468,8 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
         stmt = context_search(reader=reader, keywords=keywords, vector=vector,
                               min_score=rules.MIN_SCORE, limit=50, now=now,
                               periods=periods)  # fmt: skip
-        hits = await run_search(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        rows = await hybrid_run.scanned_rows(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        hits = hybrid_run.hits(rows)
         keys = [h.key for h in hits]
         turns = {t for (t,) in (await db.execute(
             select(HistoryPart.turn_number).where(HistoryPart.id.in_(keys))  # type: ignore[attr-defined]

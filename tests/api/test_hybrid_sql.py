@@ -45,14 +45,10 @@ from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSVECTOR
 from server.database import Database
 from server.domain.ranking import DEFAULT_PRESET, Candidate, FusionPreset, Mode, rank
 from server.embedding import Embedder
-from server.storage.hybrid import (
-    SearchSource,
-    build_search,
-    hybrid_search,
-    scan_settings,
-    tsquery,
-    uses_web_syntax,
-)
+from server.storage.candidates import SearchSource
+from server.storage.hybrid import build_search
+from server.storage.hybrid_run import hybrid_search, scan_settings
+from server.storage.search_terms import tsquery, uses_web_syntax
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 TINY_POOL = replace(DEFAULT_PRESET, name="tiny", candidate_pool=1, pool_factor=1)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from server.domain.history import PART_TOKENS
+from server.domain.history_parts import PART_TOKENS
 from tests.api.history_scenario import (
     HISTORY_EVENT,
     SESSION_HISTORY,

@@ -13,16 +13,21 @@ from hypothesis import strategies as st
 
 from server.domain import history as rules
 from server.domain.history import (
-    PART_OVERLAP,
-    PART_TOKENS,
     HistoryReader,
     PartFacts,
     ToolCall,
     header,
     kept_role,
+    visible_part,
+)
+from server.domain.history_parts import (
+    CUT_SLACK,
+    MODEL_MAX_TOKENS,
+    PART_OVERLAP,
+    PART_TOKENS,
+    fits_one_part,
     split_text,
     token_windows,
-    visible_part,
 )
 from server.embedding import Embedder
 
@@ -31,7 +36,7 @@ KEPT_TYPES = [rules.USER_MESSAGE, rules.AGENT_MESSAGE, rules.TOOL_RESULT, rules.
 
 def test_r62_parts_fit_the_models_input() -> None:
     """R62: a part plus [CLS] and [SEP] fits the model; the overlap is small."""
-    assert PART_TOKENS + 2 <= rules.MODEL_MAX_TOKENS
+    assert PART_TOKENS + 2 <= MODEL_MAX_TOKENS
     assert 0 < PART_OVERLAP <= PART_TOKENS // 4
 
 
@@ -132,7 +137,7 @@ def test_r62_cuts_land_where_words_begin() -> None:
         assert starts[s]
         assert e == len(starts) or starts[e]
     for s, e in windows[:-1]:  # the last part holds what remains
-        assert e - s > 200 - rules.CUT_SLACK - 3
+        assert e - s > 200 - CUT_SLACK - 3
 
 
 def test_r62_short_text_is_one_part_and_long_text_overlaps() -> None:
@@ -247,9 +252,9 @@ def test_a_text_that_fits_one_part_by_its_bytes_is_one_part_by_its_tokens(
 ) -> None:
     """R62: keeping skips the tokenizer for a text with fewer UTF-8 bytes than a part has
     tokens; the model's own tokenizer agrees that it is one part, as cut would make it."""
-    if not rules.fits_one_part(text):
+    if not fits_one_part(text):
         return
     (offsets,) = embedder.token_offsets([text])
-    assert len(offsets) < rules.PART_TOKENS
+    assert len(offsets) < PART_TOKENS
     if text.strip():
         assert split_text(text, offsets) == [text.strip()]

@@ -28,9 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", choices=sorted(BENCHES))
     parser.add_argument("--quick", action="store_true", help="small data, under a minute")
     parser.add_argument(
-        "--cv", action="store_true",
+        "--cv",
+        action="store_true",
         help="locomo-history: choose the ranking's constants by leave-one-conversation-out",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if args.cv and args.name != "locomo-history":
         parser.error("--cv is for locomo-history")

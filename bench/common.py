@@ -52,6 +52,12 @@ def admin_url() -> URL:
     return _server.start()
 
 
+def scalar(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()) -> Any:
+    """The first column of the first row ``sql`` returns, ``None`` for no row."""
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]
+
+
 def dsn(url: URL) -> str:
     """A psycopg connection string for a SQLAlchemy URL."""
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -157,18 +163,66 @@ def _cell(value: Any) -> str:
 
 # -- data -----------------------------------------------------------------------------------
 
-SUBJECTS = ["my sister", "the landlord", "our team", "grandpa", "the vet", "a colleague",
-            "my neighbour", "the coach", "doctor Patel", "the kids", "Maria", "the client",
-            "my brother", "the accountant", "our manager", "the plumber"]  # fmt: skip
-ACTS = ["booked", "cancelled", "recommended", "complained about", "paid for", "forgot",
-        "planned", "moved", "asked about", "loved", "postponed", "reviewed"]  # fmt: skip
-THINGS = ["the dentist appointment", "a trip to Lisbon", "the quarterly budget",
-          "piano lessons", "the broken heater", "a birthday party", "the garden shed",
-          "a marathon", "the car insurance", "a vegan restaurant", "the school play",
-          "a new laptop", "the tax return", "a hiking weekend", "the kitchen renovation",
-          "a job interview"]  # fmt: skip
-WHEN = ["last Monday", "in March", "next weekend", "yesterday", "two years ago",
-        "this morning", "before Christmas", "after the storm"]  # fmt: skip
+SUBJECTS = [
+    "my sister",
+    "the landlord",
+    "our team",
+    "grandpa",
+    "the vet",
+    "a colleague",
+    "my neighbour",
+    "the coach",
+    "doctor Patel",
+    "the kids",
+    "Maria",
+    "the client",
+    "my brother",
+    "the accountant",
+    "our manager",
+    "the plumber",
+]
+ACTS = [
+    "booked",
+    "cancelled",
+    "recommended",
+    "complained about",
+    "paid for",
+    "forgot",
+    "planned",
+    "moved",
+    "asked about",
+    "loved",
+    "postponed",
+    "reviewed",
+]
+THINGS = [
+    "the dentist appointment",
+    "a trip to Lisbon",
+    "the quarterly budget",
+    "piano lessons",
+    "the broken heater",
+    "a birthday party",
+    "the garden shed",
+    "a marathon",
+    "the car insurance",
+    "a vegan restaurant",
+    "the school play",
+    "a new laptop",
+    "the tax return",
+    "a hiking weekend",
+    "the kitchen renovation",
+    "a job interview",
+]
+WHEN = [
+    "last Monday",
+    "in March",
+    "next weekend",
+    "yesterday",
+    "two years ago",
+    "this morning",
+    "before Christmas",
+    "after the storm",
+]
 _SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "nax", "ber", "quo"]
 
 
@@ -271,7 +325,7 @@ def build_search_indexes(conn: psycopg.Connection[Any]) -> float:
     conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
     conn.execute(f"SET max_parallel_maintenance_workers = {BUILD_WORKERS}")
     for name, ddl in _INDEXES.items():
-        if not conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0]:  # type: ignore[index]
+        if not scalar(conn, "SELECT to_regclass(%s)", (name,)):
             conn.execute(ddl)
     conn.execute("VACUUM ANALYZE memory_records")
     conn.execute("VACUUM ANALYZE memory_versions")
@@ -308,11 +362,20 @@ def bulk_records(
     row = np.dtype(
         [
             ("fields", ">i2"),
-            ("v_len", ">i4"), ("v", "V16"), ("r_len", ">i4"), ("r", "V16"),
-            ("t_len", ">i4"), ("t", ">i4"), ("c_len", ">i4"), ("c", ">i8"),
-            ("e_len", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("e", ">f4", (384,)),
+            ("v_len", ">i4"),
+            ("v", "V16"),
+            ("r_len", ">i4"),
+            ("r", "V16"),
+            ("t_len", ">i4"),
+            ("t", ">i4"),
+            ("c_len", ">i4"),
+            ("c", ">i8"),
+            ("e_len", ">i4"),
+            ("dim", ">i2"),
+            ("unused", ">i2"),
+            ("e", ">f4", (384,)),
         ]
-    )  # fmt: skip
+    )
     out = np.zeros(n, dtype=row)
     out["fields"] = 5
     out["v_len"] = out["r_len"] = 16
@@ -333,9 +396,12 @@ def bulk_records(
     ) as copy:
         copy.write(payload)
     params = {
-        "agent": owner.agent_id, "session": owner.session_id, "turn": owner.turn_id,
-        "execution": owner.execution_id, "agent_version": owner.version_id,
-    }  # fmt: skip
+        "agent": owner.agent_id,
+        "session": owner.session_id,
+        "turn": owner.turn_id,
+        "execution": owner.execution_id,
+        "agent_version": owner.version_id,
+    }
     conn.execute(
         "INSERT INTO memory_records (id, agent_id, session_id, scope, status, preview, pinned,"
         " current_version_id, turn_id, committed, created_at)"

@@ -87,12 +87,15 @@ async def _ingest(conversations: list[Conversation]) -> dict[str, Any]:
             passes = srv.embedder.forward_passes - passes
             after = _baseline(srv.embedder, texts)
             events = sum(x.events for x in loaded)
-            rounds.append({
-                "events_per_s": events / seconds, "seconds": seconds,
-                "embedder_texts_per_s": (baseline + after) / 2,
-                "ratio": events / seconds / ((baseline + after) / 2),
-                "forward_passes": passes,
-            })  # fmt: skip
+            rounds.append(
+                {
+                    "events_per_s": events / seconds,
+                    "seconds": seconds,
+                    "embedder_texts_per_s": (baseline + after) / 2,
+                    "ratio": events / seconds / ((baseline + after) / 2),
+                    "forward_passes": passes,
+                }
+            )
             baseline = after
         per_turn.append(_per_turn(srv.embedder, turns))
         start = time.perf_counter()
@@ -124,11 +127,17 @@ async def _run(quick: bool) -> dict[str, Any]:
         "Session history ingest: events committed per second, with embedding",
         ["round", "events", "seconds", "committed/s", "embedder alone/s", "ratio"],
         [
-            [i + 1, got["events"], r["seconds"], r["events_per_s"], r["embedder_texts_per_s"],
-             r["ratio"]]
+            [
+                i + 1,
+                got["events"],
+                r["seconds"],
+                r["events_per_s"],
+                r["embedder_texts_per_s"],
+                r["ratio"],
+            ]
             for i, r in enumerate(got["rounds"])
         ],
-    )  # fmt: skip
+    )
     print(
         f"median ratio {median['ratio']:.3f} (target >= {TARGET_RATIO}): {got['sessions']} "
         f"sessions at once, {got['turns']} turns in {median['forward_passes']} forward passes; "

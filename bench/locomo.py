@@ -52,8 +52,13 @@ def turns_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares an image: {turn['blip_caption']}]"
-            out.append({"dia_id": turn["dia_id"], "text": text,
-                        "at": when.replace(tzinfo=UTC).timestamp() + i})  # fmt: skip
+            out.append(
+                {
+                    "dia_id": turn["dia_id"],
+                    "text": text,
+                    "at": when.replace(tzinfo=UTC).timestamp() + i,
+                }
+            )
         n += 1
     return out
 
@@ -93,16 +98,20 @@ async def ours(
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
         owners = []
         for c in convs:
-            owner = await common.make_owner(db, namespace=f"locomo{uuid.uuid4().hex[:6]}",
-                                            config=common.MEMORY_CONFIG)  # fmt: skip
+            owner = await common.make_owner(
+                db, namespace=f"locomo{uuid.uuid4().hex[:6]}", config=common.MEMORY_CONFIG
+            )
             texts = [t["text"] for t in c["turns"]]
             ids = common.bulk_records(
-                conn, owner,
+                conn,
+                owner,
                 vectors=np.array([vec[t] for t in texts], dtype=np.float32),
-                texts=texts, text_of=np.arange(len(texts)),
-                created_at=np.array([(t["at"] - pg_epoch) * 1e6 for t in c["turns"]],
-                                    dtype=np.int64),
-            )  # fmt: skip
+                texts=texts,
+                text_of=np.arange(len(texts)),
+                created_at=np.array(
+                    [(t["at"] - pg_epoch) * 1e6 for t in c["turns"]], dtype=np.int64
+                ),
+            )
             owners.append((owner, {r: t["dia_id"] for r, t in zip(ids, c["turns"], strict=True)}))
         conn.execute("VACUUM ANALYZE memory_versions")
     for c, (owner, dia) in zip(convs, owners, strict=True):
@@ -111,10 +120,16 @@ async def ours(
             for mode in MODES:
                 async with db.session() as s:
                     items = await memory_ranking.ranked(
-                        s, reader, memory_ranking.MemoryQuery(
-                            q["question"], None if mode == "lexical" else vec[q["question"]],
-                            mode=mode, min_score=-1.0, limit=max(KS)),
-                    )  # fmt: skip
+                        s,
+                        reader,
+                        memory_ranking.MemoryQuery(
+                            q["question"],
+                            None if mode == "lexical" else vec[q["question"]],
+                            mode=mode,
+                            min_score=-1.0,
+                            limit=max(KS),
+                        ),
+                    )
                 found[mode].append([dia[i.record.id] for i in items])
     await db.dispose()
     return found
@@ -126,15 +141,25 @@ def mem0(url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]) -> 
 
     from server.embedding import default_model_path
 
-    m = Memory.from_config({
-        "vector_store": {"provider": "pgvector", "config": {
-            "connection_string": common.dsn(url), "collection_name": "locomo_mem0",
-            "embedding_model_dims": 384, "hnsw": True}},
-        "embedder": {"provider": "huggingface",
-                     "config": {"model": default_model_path(), "embedding_dims": 384}},
-        "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
-        "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
-    })  # fmt: skip
+    m = Memory.from_config(
+        {
+            "vector_store": {
+                "provider": "pgvector",
+                "config": {
+                    "connection_string": common.dsn(url),
+                    "collection_name": "locomo_mem0",
+                    "embedding_model_dims": 384,
+                    "hnsw": True,
+                },
+            },
+            "embedder": {
+                "provider": "huggingface",
+                "config": {"model": default_model_path(), "embedding_dims": 384},
+            },
+            "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
+            "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
+        }
+    )
     compute = m.embedding_model.embed
     m.embedding_model.embed = lambda text, action=None: vec.get(text) or compute(text, action)
     found = []
@@ -150,14 +175,15 @@ def mem0(url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]) -> 
 def langgraph(
     url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
 ) -> list[list[str]]:
+    from langgraph.store.base import IndexConfig
     from langgraph.store.postgres import PostgresStore
 
     def embed(batch: list[str]) -> list[list[float]]:
         return [vec[t] for t in batch]
 
     found = []
-    index = {"dims": 384, "embed": embed, "fields": ["text"]}
-    with PostgresStore.from_conn_string(common.dsn(url), index=index) as store:  # type: ignore[arg-type]
+    index: IndexConfig = {"dims": 384, "embed": embed, "fields": ["text"]}
+    with PostgresStore.from_conn_string(common.dsn(url), index=index) as store:
         store.setup()
         for n, c in enumerate(convs):
             ns = ("locomo", f"conv{n}")
@@ -173,10 +199,17 @@ def run(quick: bool) -> dict[str, Any]:
     for path in conversations(quick):
         conv = json.loads(path.read_text())
         turns = turns_of(conv)
-        convs.append({"name": path.stem, "turns": turns,
-                      "questions": questions(conv, {t["dia_id"] for t in turns})})  # fmt: skip
-    texts = sorted({t["text"] for c in convs for t in c["turns"]}
-                   | {q["question"] for c in convs for q in c["questions"]})  # fmt: skip
+        convs.append(
+            {
+                "name": path.stem,
+                "turns": turns,
+                "questions": questions(conv, {t["dia_id"] for t in turns}),
+            }
+        )
+    texts = sorted(
+        {t["text"] for c in convs for t in c["turns"]}
+        | {q["question"] for c in convs for q in c["questions"]}
+    )
     model = common.embedder()
     vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
     model.close()
@@ -191,8 +224,11 @@ def run(quick: bool) -> dict[str, Any]:
             not_run[name] = f"not installed ({exc}); pip install -e '.[bench]'"
     rows = []
     records = sum(len(c["turns"]) for c in convs)
-    figures: dict[str, Any] = {"conversations": len(convs), "records": records,
-                               "questions": len(qs)}  # fmt: skip
+    figures: dict[str, Any] = {
+        "conversations": len(convs),
+        "records": records,
+        "questions": len(qs),
+    }
     for name, found in results.items():
         r = {f"recall@{k}": recall(found, qs, k) for k in KS}
         figures[name] = r
@@ -203,8 +239,9 @@ def run(quick: bool) -> dict[str, Any]:
         ["system / mode", "recall@5", "recall@10"],
         rows,
     )
-    best_peer = max((figures[p]["recall@10"] for p in ("mem0", "langgraph") if p in figures),
-                    default=None)  # fmt: skip
+    best_peer = max(
+        (figures[p]["recall@10"] for p in ("mem0", "langgraph") if p in figures), default=None
+    )
     figures["hybrid_minus_best_single_mode_at10"] = figures["hybrid"]["recall@10"] - max(
         figures["vector"]["recall@10"], figures["lexical"]["recall@10"]
     )

@@ -50,6 +50,7 @@ from bench.locomo_history import (
     new_agent,
     server,
 )
+from server.domain.ranking import Mode
 
 K = 10
 # --quick: two conversations (one fold each way), the base and accepted grids cut short.
@@ -87,10 +88,15 @@ def server_constants() -> Constants:
 
     c = rules.CONTEXT
     return Constants(
-        pool=rules.PRESET.pool_size(K), common_share=rules.COMMON_WORD_SHARE,
-        min_score=rules.MIN_SCORE, cosine_share=c.cosine_share, context_share=c.context_share,
-        next_share=c.next_share, turn_share=c.turn_share, date_share=c.date_share,
-    )  # fmt: skip
+        pool=rules.PRESET.pool_size(K),
+        common_share=rules.COMMON_WORD_SHARE,
+        min_score=rules.MIN_SCORE,
+        cosine_share=c.cosine_share,
+        context_share=c.context_share,
+        next_share=c.next_share,
+        turn_share=c.turn_share,
+        date_share=c.date_share,
+    )
 
 
 SERVER = server_constants()
@@ -212,8 +218,7 @@ class Signals:
                     ls / top if top else np.zeros(len(sub)),
                 )
         pick = list(scaled)
-        at = np.array([pick.index((c.context_share, c.next_share, c.reach_share))
-                       for c in configs])  # fmt: skip
+        at = np.array([pick.index((c.context_share, c.next_share, c.reach_share)) for c in configs])
         ncs = np.stack([scaled[k][0] for k in pick])[at]
         nls = np.stack([scaled[k][1] for k in pick])[at]
         share = np.array([c.cosine_share for c in configs])[:, None]
@@ -254,6 +259,7 @@ class Signals:
 
 async def _parts(srv: Server, loaded: Loaded, reader: Any) -> Parts:
     from sqlalchemy import Text, cast, select
+    from sqlmodel import col
 
     from server.models import HistoryEvent, HistoryPart
     from server.storage.history_gate import history_condition
@@ -270,7 +276,7 @@ async def _parts(srv: Server, loaded: Loaded, reader: Any) -> Parts:
                     HistoryPart.embedding,
                     cast(HistoryPart.search_tsv, Text),
                 )
-                .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+                .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
                 .where(history_condition(reader))
                 .order_by(HistoryPart.turn_number, HistoryEvent.sequence, HistoryPart.part)
             )
@@ -415,8 +421,12 @@ async def keep_all(srv: Server, conversations: Sequence[Conversation]) -> list[K
         loaded = await keep_conversation(srv, conv, await new_agent(srv))
         await backdate(srv, conv, loaded)
         begun = (await srv.ok(BEGIN, s=str(loaded.session_id)))["beginTurn"]["turn"]
-        reader = HistoryReader(agent_id=loaded.agent_id, session_id=loaded.session_id,
-                               turn_number=begun["number"], preview=False)  # fmt: skip
+        reader = HistoryReader(
+            agent_id=loaded.agent_id,
+            session_id=loaded.session_id,
+            turn_number=begun["number"],
+            preview=False,
+        )
         parts = await _parts(srv, loaded, reader)
         signals = await _signals(srv, reader, parts, conv, shares)
         kept.append(Kept(conv, loaded, reader, begun["id"], signals))
@@ -434,10 +444,15 @@ async def check_replay(srv: Server, kept: Sequence[Kept], every: int = 7) -> tup
         for s in k.signals[::every]:
             vector = (await srv.embedder.embed_one(s.query))[0]
             async with srv.database.session() as db:
-                for mode in ("hybrid", "vector", "lexical"):
-                    hits = await rank_parts(db, reader=k.reader, query=s.query,
-                                            vector=None if mode == "lexical" else vector,
-                                            limit=K, mode=mode)  # type: ignore[arg-type]  # fmt: skip
+                for mode in MODES:
+                    hits = await rank_parts(
+                        db,
+                        reader=k.reader,
+                        query=s.query,
+                        vector=None if mode == "lexical" else vector,
+                        limit=K,
+                        mode=mode,
+                    )
                     want = [h.key for h in hits]
                     got = [s.parts.keys[i] for i in replay(s, SERVER, mode)]
                     total += 1
@@ -446,6 +461,9 @@ async def check_replay(srv: Server, kept: Sequence[Kept], every: int = 7) -> tup
                     else:
                         print(f"  replay differs ({mode}) on {s.query!r}", flush=True)
     return agree, total
+
+
+MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
 
 
 def replay(s: Signals, c: Constants, mode: str) -> np.ndarray:
@@ -509,12 +527,15 @@ def cross_validate(
         held_signals = [s for s in signals if s.conv == held]
         folds.append(
             Fold(
-                held, chosen, float(table[best, train].mean()), float(table[best, test].mean()),
+                held,
+                chosen,
+                float(table[best, train].mean()),
+                float(table[best, test].mean()),
                 statistics.fmean(s.recall(s.vector_list(chosen, K)) for s in held_signals),
                 statistics.fmean(s.recall(s.lexical_list(chosen, K)) for s in held_signals),
                 float(base[test].mean()),
             )
-        )  # fmt: skip
+        )
     return folds
 
 
@@ -540,9 +561,19 @@ def report(signals: Sequence[Signals], folds: Sequence[Fold], title: str) -> dic
     common.table(
         f"{title}: leave-one-conversation-out recall@10",
         ["held out", "train", "hybrid", "vector", "lexical", "baseline", "chosen"],
-        [[f.held_out, f"{f.train:.3f}", f"{f.hybrid:.3f}", f"{f.vector:.3f}", f"{f.lexical:.3f}",
-          f"{f.baseline:.3f}", f.chosen.short()] for f in folds],
-    )  # fmt: skip
+        [
+            [
+                f.held_out,
+                f"{f.train:.3f}",
+                f"{f.hybrid:.3f}",
+                f"{f.vector:.3f}",
+                f"{f.lexical:.3f}",
+                f"{f.baseline:.3f}",
+                f.chosen.short(),
+            ]
+            for f in folds
+        ],
+    )
     cats = by_category(signals, folds)
     common.table(
         f"{title}: held-out recall@10 by category",
@@ -552,8 +583,11 @@ def report(signals: Sequence[Signals], folds: Sequence[Fold], title: str) -> dic
     mean = statistics.fmean(f.hybrid for f in folds)
     worst = min(f.hybrid for f in folds)
     above = all(f.hybrid >= max(f.vector, f.lexical) for f in folds)
-    print(f"{title}: cv mean {mean:.4f}, worst fold {worst:.4f}, hybrid >= max(vector, "
-          f"lexical) on every fold: {above}", flush=True)  # fmt: skip
+    print(
+        f"{title}: cv mean {mean:.4f}, worst fold {worst:.4f}, hybrid >= max(vector, "
+        f"lexical) on every fold: {above}",
+        flush=True,
+    )
     return {
         "cv_mean": round(mean, 4),
         "cv_worst": round(worst, 4),
@@ -581,11 +615,19 @@ def experiments(
     yield "next part", base | {"next_share": (0.0, 0.1, 0.2, 0.3)}
     yield "turn diversity", base | {"repeat_cost": (0.0, 0.02, 0.05, 0.1)}
     yield "dates", base | {"date_share": (0.0, 0.1, 0.2, 0.4), "date_slack_days": (0, 7)}
-    yield "dates, their turns", base | {
-        "date_share": (0.0, 0.1, 0.2, 0.4), "date_slack_days": (0, 7), "date_turns": (1,),
-    }  # fmt: skip
-    yield "parts two away", base | {"next_share": (0.15, 0.3), "date_share": (0.4,),
-                                    "reach_share": (0.0, 0.1, 0.2)}  # fmt: skip
+    yield (
+        "dates, their turns",
+        base
+        | {
+            "date_share": (0.0, 0.1, 0.2, 0.4),
+            "date_slack_days": (0, 7),
+            "date_turns": (1,),
+        },
+    )
+    yield (
+        "parts two away",
+        base | {"next_share": (0.15, 0.3), "date_share": (0.4,), "reach_share": (0.0, 0.1, 0.2)},
+    )
     yield ACCEPTED, FINAL_GRID
 
 
@@ -608,8 +650,11 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     async with server("bench_locomo_cv") as srv:
         kept = await keep_all(srv, conversations)
         agree, total = await check_replay(srv, kept)
-    print(f"replay agrees with the SQL on {agree} of {total} rankings; kept and read in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    print(
+        f"replay agrees with the SQL on {agree} of {total} rankings; kept and read in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     signals = [s for k in kept for s in k.signals]
     figures: dict[str, Any] = {"replay_agrees": f"{agree}/{total}"}
     chosen_experiments = [
@@ -626,8 +671,10 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
         print(f"{title}: {len(configs)} constant sets in {time.perf_counter() - t:.0f} s")
         if title == ACCEPTED:
             chosen = configs[int(np.argmax(table.mean(axis=1)))]
-            print(f"chosen on every conversation: {chosen.short()} (recall@10 "
-                  f"{table.mean(axis=1).max():.4f}); the server's: {SERVER.short()}")  # fmt: skip
+            print(
+                f"chosen on every conversation: {chosen.short()} (recall@10 "
+                f"{table.mean(axis=1).max():.4f}); the server's: {SERVER.short()}"
+            )
             figures["chosen_on_all"] = chosen.short()
     return figures
 

@@ -124,11 +124,12 @@ class Server:
         from resolvers.context import make_context
 
         context = make_context(
-            database=self.database, embedder=self.embedder, settings=self.settings,
+            database=self.database,
+            embedder=self.embedder,
+            settings=self.settings,
             identity=self.identity,
-        )  # fmt: skip
-        result = await self.schema.execute(query, variable_values=variables,
-                                           context_value=context)  # fmt: skip
+        )
+        result = await self.schema.execute(query, variable_values=variables, context_value=context)
         if result.errors:
             raise RuntimeError([(e.message, e.extensions) for e in result.errors])
         return dict(result.data)
@@ -142,9 +143,12 @@ def _bench_caller() -> Any:
 
     everything = Policy.parse("everything", [(p, "*") for p in PRIVILEGES])
     return Caller(
-        name="bench", chain=Chain((Link("client", "bench", (everything,)),)), kind="admin",
-        admin=True, runtime=RuntimeBinding(every_agent=True),
-    )  # fmt: skip
+        name="bench",
+        chain=Chain((Link("client", "bench", (everything,)),)),
+        kind="admin",
+        admin=True,
+        runtime=RuntimeBinding(every_agent=True),
+    )
 
 
 @asynccontextmanager
@@ -216,11 +220,19 @@ async def keep_conversation(srv: Server, conv: Conversation, agent: str) -> Load
         begun = (await srv.ok(BEGIN, s=session))["beginTurn"]["turn"]
         for start in range(0, len(dialog), 100):
             chunk = dialog[start : start + 100]
-            recorded = await srv.ok(RECORD, t=begun["id"], events=[
-                {"type": "USER_MESSAGE" if t["speaker"] == conv.speakers[0] else "AGENT_MESSAGE",
-                 "text": event_text(t)}
-                for t in chunk
-            ])  # fmt: skip
+            recorded = await srv.ok(
+                RECORD,
+                t=begun["id"],
+                events=[
+                    {
+                        "type": "USER_MESSAGE"
+                        if t["speaker"] == conv.speakers[0]
+                        else "AGENT_MESSAGE",
+                        "text": event_text(t),
+                    }
+                    for t in chunk
+                ],
+            )
             for t, e in zip(chunk, recorded["recordEvents"]["events"], strict=True):
                 dia_of[(begun["number"], e["sequence"])] = t["dia_id"]
         await srv.ok(COMMIT, t=begun["id"])
@@ -238,10 +250,12 @@ async def backdate(srv: Server, conv: Conversation, loaded: Loaded) -> None:
             at = session_time(when)
             for table in ("history_parts", "history_events"):
                 await db.execute(
-                    text(f"UPDATE {table} SET created_at = :at "
-                         "WHERE session_id = :s AND turn_number = :n"),
+                    text(
+                        f"UPDATE {table} SET created_at = :at "
+                        "WHERE session_id = :s AND turn_number = :n"
+                    ),
                     {"at": at, "s": loaded.session_id, "n": number},
-                )  # fmt: skip
+                )
         await db.commit()
 
 
@@ -258,20 +272,22 @@ async def _ranked_dia(
     srv: Server, reader: Any, loaded: Loaded, query: str, mode: str, limit: int
 ) -> list[str]:
     from sqlalchemy import select
+    from sqlmodel import col
 
     from server.models import HistoryEvent, HistoryPart
     from server.services.history_ranking import rank_parts
 
     vector = None if mode == "lexical" else (await srv.embedder.embed_one(query))[0]
     async with srv.database.session() as db:
-        hits = await rank_parts(db, reader=reader, query=query, vector=vector, limit=limit,
-                                mode=mode)  # fmt: skip
+        hits = await rank_parts(
+            db, reader=reader, query=query, vector=vector, limit=limit, mode=mode
+        )
         keys = [h.key for h in hits]
         rows = (
             await db.execute(
                 select(HistoryPart.id, HistoryEvent.turn_number, HistoryEvent.sequence)
                 .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)
-                .where(HistoryPart.id.in_(keys))  # type: ignore[attr-defined]
+                .where(col(HistoryPart.id).in_(keys))
             )
         ).all()
     where = {pid: (turn, seq) for pid, turn, seq in rows}
@@ -283,8 +299,12 @@ async def evaluate(srv: Server, conv: Conversation, loaded: Loaded) -> dict[str,
     from server.domain.history import HistoryReader
 
     begun = (await srv.ok(BEGIN, s=str(loaded.session_id)))["beginTurn"]["turn"]
-    reader = HistoryReader(agent_id=loaded.agent_id, session_id=loaded.session_id,
-                           turn_number=begun["number"], preview=False)  # fmt: skip
+    reader = HistoryReader(
+        agent_id=loaded.agent_id,
+        session_id=loaded.session_id,
+        turn_number=begun["number"],
+        preview=False,
+    )
     scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in MODES}
     latencies = []
     for q in conv.questions:
@@ -333,8 +353,14 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
                     row.append(_mean(result["scores"][mode][k]))
             rows.append(row)
     recall = {f"{m}@{k}": round(_mean(totals[m][k]), 4) for m in MODES for k in KS}
-    rows.append(["all", len(totals["hybrid"][10]), sum(r[2] for r in rows),
-                 *(recall[f"{m}@{k}"] for m in MODES for k in KS)])  # fmt: skip
+    rows.append(
+        [
+            "all",
+            len(totals["hybrid"][10]),
+            sum(r[2] for r in rows),
+            *(recall[f"{m}@{k}"] for m in MODES for k in KS),
+        ]
+    )
     common.table(
         "LoCoMo through session history: recall@k of the evidence turns",
         ["conversation", "questions", "events", *(f"{m}@{k}" for m in MODES for k in KS)],
@@ -342,18 +368,21 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     )
     by_category = {
         f"{CATEGORIES[c]}@10": {
-            m: round(_mean([r for r, qc in zip(totals[m][10], categories, strict=True)
-                            if qc == c]), 4)
+            m: round(
+                _mean([r for r, qc in zip(totals[m][10], categories, strict=True) if qc == c]), 4
+            )
             for m in MODES
         }
         for c in sorted(set(categories))
-    }  # fmt: skip
+    }
     common.table(
         "recall@10 by LoCoMo question category",
         ["category", "questions", *MODES],
-        [[CATEGORIES[c], categories.count(c), *by_category[f"{CATEGORIES[c]}@10"].values()]
-         for c in sorted(set(categories))],
-    )  # fmt: skip
+        [
+            [CATEGORIES[c], categories.count(c), *by_category[f"{CATEGORIES[c]}@10"].values()]
+            for c in sorted(set(categories))
+        ],
+    )
     best_single = max(recall["vector@10"], recall["lexical@10"])
     p50 = round(1000 * statistics.median(latencies), 2)
     print(

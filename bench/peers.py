@@ -58,8 +58,9 @@ def query_texts(n: int) -> list[str]:
 async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, Any]:
     db = await common.connect(url)
     model = common.embedder(cache=False)
-    owner = await common.make_owner(db, namespace=f"peers{uuid.uuid4().hex[:6]}",
-                                    config=common.MEMORY_CONFIG)  # fmt: skip
+    owner = await common.make_owner(
+        db, namespace=f"peers{uuid.uuid4().hex[:6]}", config=common.MEMORY_CONFIG
+    )
     async with db.session() as s:
         turn = (await turns.begin_turn(s, session_id=owner.session_id)).turn
         await s.commit()
@@ -72,15 +73,21 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
     ingest = len(records) / (time.perf_counter() - start)
     async with db.session() as s:
         await turns.commit_turn(s, turn_id=turn.id)
-        writers = [(await turns.begin_turn(s, session_id=owner.session_id)).turn.id
-                   for _ in range(WRITERS)]  # fmt: skip
+        writers = [
+            (await turns.begin_turn(s, session_id=owner.session_id)).turn.id for _ in range(WRITERS)
+        ]
         await s.commit()
 
     async def writer(turn_id: Any, share: list[str]) -> None:
         for text in share:
             async with db.session() as s:
-                await memory.add_memory(s, model, ref=tools.CallRef(turn_id=turn_id),
-                                        summary=f"{text} (again)", scope="agent")  # fmt: skip
+                await memory.add_memory(
+                    s,
+                    model,
+                    ref=tools.CallRef(turn_id=turn_id),
+                    summary=f"{text} (again)",
+                    scope="agent",
+                )
                 await s.commit()
 
     start = time.perf_counter()
@@ -91,16 +98,23 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
             await turns.commit_turn(s, turn_id=t)
         await s.commit()
     reader = Reader.for_turn(
-        agent_id=owner.agent_id, session_id=owner.session_id, turn_id=owner.turn_id,
-        preview=False, read_scopes=("session", "agent"), write_scopes=("session", "agent"),
-    )  # fmt: skip
+        agent_id=owner.agent_id,
+        session_id=owner.session_id,
+        turn_id=owner.turn_id,
+        preview=False,
+        read_scopes=("session", "agent"),
+        write_scopes=("session", "agent"),
+    )
 
     def ranked(q: str) -> Any:
         async def call() -> None:
             vector, _ = await model.embed_one(q)
             async with db.session() as s:
-                await memory_ranking.ranked(s, reader, memory_ranking.MemoryQuery(
-                    q, vector, "hybrid", min_score=0.2, limit=10))  # fmt: skip
+                await memory_ranking.ranked(
+                    s,
+                    reader,
+                    memory_ranking.MemoryQuery(q, vector, "hybrid", min_score=0.2, limit=10),
+                )
                 await s.rollback()
 
         return call
@@ -113,8 +127,9 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
     def tool(q: str) -> Any:
         async def call() -> None:
             async with db.session() as s:
-                await search.search_memory(s, model, ref=tools.CallRef(turn_id=tool_turn.id),
-                                           query=q, limit=10)  # fmt: skip
+                await search.search_memory(
+                    s, model, ref=tools.CallRef(turn_id=tool_turn.id), query=q, limit=10
+                )
                 await s.commit()
 
         return call
@@ -161,6 +176,7 @@ def mem0(url: Any, records: list[str], queries: list[str]) -> dict[str, Any]:
 
 
 def langgraph(url: Any, records: list[str], queries: list[str]) -> dict[str, Any]:
+    from langgraph.store.base import IndexConfig
     from langgraph.store.postgres import PostgresStore
     from sentence_transformers import SentenceTransformer
 
@@ -170,8 +186,8 @@ def langgraph(url: Any, records: list[str], queries: list[str]) -> dict[str, Any
         return [list(map(float, v)) for v in model.encode(batch)]
 
     namespace = ("bench", uuid.uuid4().hex[:8])
-    index = {"dims": 384, "embed": embed, "fields": ["text"]}
-    with PostgresStore.from_conn_string(common.dsn(url), index=index) as store:  # type: ignore[arg-type]
+    index: IndexConfig = {"dims": 384, "embed": embed, "fields": ["text"]}
+    with PostgresStore.from_conn_string(common.dsn(url), index=index) as store:
         store.setup()
         start = time.perf_counter()
         for i, text in enumerate(records):
@@ -201,26 +217,33 @@ def run(quick: bool) -> dict[str, Any]:
     rows.append(("agent-memory (tool)", "", base["tool"].p50, base["tool"].p99, "", ""))
     rows.append((f"agent-memory ({WRITERS} writers)", base["concurrent"], "", "", "", ""))
     figures: dict[str, Any] = {
-        "records": p["records"], "queries": p["queries"],
-        "agent_memory": {"ingest_per_s": base["ingest"],
-                         "ingest_per_s_concurrent": base["concurrent"],
-                         "search_p50_ms": base["search"].p50,
-                         "search_p99_ms": base["search"].p99, "tool_p50_ms": base["tool"].p50,
-                         "tool_p99_ms": base["tool"].p99},
-    }  # fmt: skip
+        "records": p["records"],
+        "queries": p["queries"],
+        "agent_memory": {
+            "ingest_per_s": base["ingest"],
+            "ingest_per_s_concurrent": base["concurrent"],
+            "search_p50_ms": base["search"].p50,
+            "search_p99_ms": base["search"].p99,
+            "tool_p50_ms": base["tool"].p50,
+            "tool_p99_ms": base["tool"].p99,
+        },
+    }
     for name in ("mem0", "langgraph"):
         if name not in results:
             continue
         r = results[name]
         ingest_ratio = base["ingest"] / r["ingest"]
         search_ratio = r["search"].p50 / base["search"].p50
-        rows.append((name, r["ingest"], r["search"].p50, r["search"].p99, ingest_ratio,
-                     search_ratio))  # fmt: skip
+        rows.append(
+            (name, r["ingest"], r["search"].p50, r["search"].p99, ingest_ratio, search_ratio)
+        )
         figures[name] = {
-            "ingest_per_s": r["ingest"], "search_p50_ms": r["search"].p50,
-            "search_p99_ms": r["search"].p99, "ingest_ratio": ingest_ratio,
+            "ingest_per_s": r["ingest"],
+            "search_p50_ms": r["search"].p50,
+            "search_p99_ms": r["search"].p99,
+            "ingest_ratio": ingest_ratio,
             "search_p50_ratio": search_ratio,
-        }  # fmt: skip
+        }
     common.table(
         f"ingest and search, {p['records']} records, {p['queries']} queries (same PG, same model)",
         ["system", "ingest/s", "search p50 ms", "p99 ms", "ours x ingest", "ours x search"],

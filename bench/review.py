@@ -44,8 +44,19 @@ THRESHOLDS = [round(0.80 + 0.01 * i, 2) for i in range(19)]
 BATCH = 50  # candidates per compare / apply call
 
 # One word changed: a function word swapped for a near one (the fact stays the same).
-_SWAP = {"the": "a", "a": "the", "an": "the", "in": "at", "at": "in", "on": "at",
-         "is": "was", "was": "is", "has": "had", "had": "has", "with": "along with"}  # fmt: skip
+_SWAP = {
+    "the": "a",
+    "a": "the",
+    "an": "the",
+    "in": "at",
+    "at": "in",
+    "on": "at",
+    "is": "was",
+    "was": "is",
+    "has": "had",
+    "had": "has",
+    "with": "along with",
+}
 
 
 def facts(path: Path) -> list[list[str]]:
@@ -63,10 +74,12 @@ def facts(path: Path) -> list[list[str]]:
 def dialog(path: Path, n: int) -> list[dict[str, Any]]:
     raw = json.loads(path.read_text())
     return [
-        {"type": "USER_MESSAGE" if i % 2 == 0 else "AGENT_MESSAGE",
-         "text": f"{t['speaker']}: {t['text']}"}
+        {
+            "type": "USER_MESSAGE" if i % 2 == 0 else "AGENT_MESSAGE",
+            "text": f"{t['speaker']}: {t['text']}",
+        }
         for i, t in enumerate(raw[f"session_{n}"])
-    ]  # fmt: skip
+    ]
 
 
 def edited(fact: str) -> str:

@@ -35,7 +35,7 @@ import httpx
 import numpy as np
 import psycopg
 from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlmodel import col
 
 from bench import common
@@ -56,17 +56,33 @@ mutation($turn: UUID!, $q: String!) {
 
 def plan(quick: bool) -> dict[str, Any]:
     if quick:
-        return {"name": "bench_search_quick_v4", "agents": [10_000], "total": 50_000,
-                "bases": 200, "queries": 60, "http": 40, "clients": 4, "seconds": 4.0}  # fmt: skip
-    return {"name": "bench_search_full_v4", "agents": [10_000, 100_000], "total": 1_000_000,
-            "bases": 600, "queries": 200, "http": 150, "clients": 8, "seconds": 15.0}  # fmt: skip
+        return {
+            "name": "bench_search_quick_v4",
+            "agents": [10_000],
+            "total": 50_000,
+            "bases": 200,
+            "queries": 60,
+            "http": 40,
+            "clients": 4,
+            "seconds": 4.0,
+        }
+    return {
+        "name": "bench_search_full_v4",
+        "agents": [10_000, 100_000],
+        "total": 1_000_000,
+        "bases": 600,
+        "queries": 200,
+        "http": 150,
+        "clients": 8,
+        "seconds": 15.0,
+    }
 
 
 async def load(p: dict[str, Any]) -> dict[str, Any]:
     url, existed = common.database(p["name"])
     db = await common.connect(url)
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
-        done = conn.execute("SELECT to_regclass('bench_loaded')").fetchone()[0]  # type: ignore[index]
+        done = common.scalar(conn, "SELECT to_regclass('bench_loaded')")
         if existed and done:
             owners = [
                 common.Owner(*row)
@@ -76,7 +92,7 @@ async def load(p: dict[str, Any]) -> dict[str, Any]:
                 ).fetchall()
             ]
             bases = np.frombuffer(
-                conn.execute("SELECT bases FROM bench_bases").fetchone()[0],  # type: ignore[index]
+                common.scalar(conn, "SELECT bases FROM bench_bases"),
                 dtype=np.float32,
             ).reshape(-1, 384)
             return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": 0.0}
@@ -121,9 +137,13 @@ async def load(p: dict[str, Any]) -> dict[str, Any]:
 
 def reader_of(owner: common.Owner) -> Reader:
     return Reader.for_turn(
-        agent_id=owner.agent_id, session_id=owner.session_id, turn_id=owner.turn_id,
-        preview=False, read_scopes=("session", "agent"), write_scopes=("session", "agent"),
-    )  # fmt: skip
+        agent_id=owner.agent_id,
+        session_id=owner.session_id,
+        turn_id=owner.turn_id,
+        preview=False,
+        read_scopes=("session", "agent"),
+        write_scopes=("session", "agent"),
+    )
 
 
 def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]]]:
@@ -143,9 +163,10 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
         async def call() -> None:
             async with db.session() as s:
                 found = await memory_ranking.ranked(
-                    s, reader, memory_ranking.MemoryQuery(text, vector, "hybrid",
-                                                          cfg["min_score"], limit=10),
-                )  # fmt: skip
+                    s,
+                    reader,
+                    memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
+                )
                 assert found
                 await s.rollback()
 
@@ -158,9 +179,10 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
 
     def raw(text: str, vector: list[float]) -> Any:
         stmt, values = memory_ranking.ranking_statement(
-            reader, memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
-        )  # fmt: skip
-        compiled = stmt.compile(dialect=postgresql.psycopg.dialect())  # type: ignore[attr-defined]
+            reader,
+            memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
+        )
+        compiled = stmt.compile(dialect=PGDialect_psycopg())
         sql = str(compiled)
         params = {
             k: "[" + ",".join(map(str, v)) + "]" if k == "q" else v
@@ -212,9 +234,11 @@ async def over_http(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any])
         "HF_HUB_OFFLINE": "1",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-m", "server.cli", "serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {issued.token}"}
     vocabulary = common.extra_words(20_000, seed=2)
@@ -263,12 +287,25 @@ async def _run(quick: bool) -> dict[str, Any]:
         qs = queries(ctx["bases"], p["queries"], seed=size)
         a = await in_process(ctx, owner, qs)
         ratio = a["ours"].p50 / a["floor"].p50
-        rows.append((f"{size:,}", a["path"], a["floor"].p50, a["floor"].p99, a["ours"].p50,
-                     a["ours"].p99, ratio))  # fmt: skip
+        rows.append(
+            (
+                f"{size:,}",
+                a["path"],
+                a["floor"].p50,
+                a["floor"].p99,
+                a["ours"].p50,
+                a["ours"].p99,
+                ratio,
+            )
+        )
         figures[f"a_{size}"] = {
-            "path": a["path"], "floor_p50_ms": a["floor"].p50, "floor_p99_ms": a["floor"].p99,
-            "p50_ms": a["ours"].p50, "p99_ms": a["ours"].p99, "ratio_p50": ratio,
-        }  # fmt: skip
+            "path": a["path"],
+            "floor_p50_ms": a["floor"].p50,
+            "floor_p99_ms": a["floor"].p99,
+            "p50_ms": a["ours"].p50,
+            "p99_ms": a["ours"].p99,
+            "ratio_p50": ratio,
+        }
     common.table(
         "(a) in-process search, excluding embedding, vs the raw SQL floor (ms)",
         ["records/agent", "path", "floor p50", "floor p99", "ours p50", "ours p99", "ratio"],
@@ -281,8 +318,11 @@ async def _run(quick: bool) -> dict[str, Any]:
         ["records/agent", "p50 ms", "p99 ms", "requests/s"],
         [(f"{p['agents'][-1]:,}", b["http"].p50, b["http"].p99, b["rps"])],
     )
-    figures["b_http"] = {"records_per_agent": p["agents"][-1], "p50_ms": b["http"].p50,
-                         "p99_ms": b["http"].p99}  # fmt: skip
+    figures["b_http"] = {
+        "records_per_agent": p["agents"][-1],
+        "p50_ms": b["http"].p50,
+        "p99_ms": b["http"].p99,
+    }
     figures["c_rps"] = {"clients": p["clients"], "requests_per_s": b["rps"]}
     await ctx["db"].dispose()
     return figures

@@ -92,10 +92,12 @@ async def dated(api: Api, session: str, turn_number: int, at: datetime) -> None:
         for model in (HistoryPart, HistoryEvent):
             await db.execute(
                 update(model)
-                .where(model.session_id == uuid.UUID(session),  # type: ignore[arg-type]
-                       model.turn_number == turn_number)  # type: ignore[arg-type]
+                .where(
+                    model.session_id == uuid.UUID(session),  # type: ignore[arg-type]
+                    model.turn_number == turn_number,
+                )  # type: ignore[arg-type]
                 .values(created_at=at)
-            )  # fmt: skip
+            )
         await db.commit()
 
 

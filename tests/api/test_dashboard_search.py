@@ -52,9 +52,11 @@ async def memory(api: Api) -> Memory:
     session = await s.session()
     turn = await s.turn(session)
     invoices = await s.add_id(
-        turn, "The customer wants invoices sent by email", kind="fact",
+        turn,
+        "The customer wants invoices sent by email",
+        kind="fact",
         labels={"customer_id": "c1"},
-    )  # fmt: skip
+    )
     office = await s.add_id(turn, "The office opens at nine in the morning", kind="event")
     agent_scope = await s.add_id(
         turn, "Invoices are due within thirty days", kind="guidance", scope="AGENT"
@@ -77,8 +79,10 @@ async def memory(api: Api) -> Memory:
 
 async def _counts(api: Api) -> dict[str, int]:
     async with api.database.session() as db:
-        return {t: int((await db.execute(text(f"select count(*) from {t}"))).scalar_one())
-                for t in RECORDED}  # fmt: skip
+        return {
+            t: int((await db.execute(text(f"select count(*) from {t}"))).scalar_one())
+            for t in RECORDED
+        }
 
 
 async def test_search_ranks_the_agents_active_records_by_text(api: Api, memory: Memory) -> None:

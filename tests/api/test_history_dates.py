@@ -63,15 +63,18 @@ async def test_r62_a_question_is_found_through_the_answer_after_it(api: Api) -> 
     await s.agent(history_config("messages"))
     session = await s.session()
     for said, reply in (
-        ("Which food should we buy for Rex now?",
-         "The vet recommended the grain-free salmon kibble."),
+        (
+            "Which food should we buy for Rex now?",
+            "The vet recommended the grain-free salmon kibble.",
+        ),
         ("We bought a new kibble bowl at the vet", "Nice."),
         ("The vet recommended a walk every day", "Good idea."),
-    ):  # fmt: skip
+    ):
         await s.committed_turn(session, user(said), agent(reply))
     reader = await s.turn(session)
-    texts = [r["text"] for r in await s.results(reader, "What kibble did the vet recommend?",
-                                                    limit=4)]  # fmt: skip
+    texts = [
+        r["text"] for r in await s.results(reader, "What kibble did the vet recommend?", limit=4)
+    ]
     assert texts[0] == "turn 1, agent\nThe vet recommended the grain-free salmon kibble."
     question = texts.index("turn 1, user\nWhich food should we buy for Rex now?")
     assert question < texts.index("turn 3, user\nThe vet recommended a walk every day")

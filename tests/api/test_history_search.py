@@ -398,9 +398,11 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
     await s.committed_turn(session, *chatter, user("Dana: the spare key is under the flowerpot"))
     reader_turn = await s.turn(session)
     reader = HistoryReader(
-        agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session), turn_number=2,
+        agent_id=uuid.UUID(s.agent_id),
+        session_id=uuid.UUID(session),
+        turn_number=2,
         preview=False,
-    )  # fmt: skip
+    )
     query = "Where did Dana leave the spare key?"
     async with api.database.session() as db:
         assert (await keywords_of(db, reader=reader, query=query)).text == "leave spare key"
@@ -410,8 +412,9 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
         # web-search syntax is read as written
         quoted = '"Dana" key'
         assert (await keywords_of(db, reader=reader, query=quoted)).text == quoted
-        (top,) = await rank_parts(db, reader=reader, query=query, vector=None, limit=1,
-                                  mode="lexical")  # fmt: skip
+        (top,) = await rank_parts(
+            db, reader=reader, query=query, vector=None, limit=1, mode="lexical"
+        )
         part = await db.get(HistoryPart, top.key)
     assert part is not None and part.text == "Dana: the spare key is under the flowerpot"
     assert rules.COMMON_WORD_MIN_COUNT < 25  # the name is in all 25 parts
@@ -424,17 +427,25 @@ async def test_r62_an_answer_is_found_by_the_question_before_it(api: Api) -> Non
     through the question before it in its turn, ahead of other turns' parts that share
     a word with the query."""
     s, session = await _agent(api)
-    await s.committed_turn(session, user("The puppy chewed my shoes again"),
-                           agent("Puppies chew when their teeth grow."))  # fmt: skip
+    await s.committed_turn(
+        session,
+        user("The puppy chewed my shoes again"),
+        agent("Puppies chew when their teeth grow."),
+    )
     await s.committed_turn(
         session, user("Which breed is your new puppy?"), agent("A beagle, three months old.")
     )
-    await s.committed_turn(session, user("Puppy training classes start on Monday"),
-                           agent("I put the puppy class in your calendar."))  # fmt: skip
+    await s.committed_turn(
+        session,
+        user("Puppy training classes start on Monday"),
+        agent("I put the puppy class in your calendar."),
+    )
     reader_turn = await s.turn(session)
     texts = [r["text"] for r in await s.results(reader_turn, "What breed is the puppy?", limit=2)]
-    assert texts == ["turn 2, user\nWhich breed is your new puppy?",
-                     "turn 2, agent\nA beagle, three months old."]  # fmt: skip
+    assert texts == [
+        "turn 2, user\nWhich breed is your new puppy?",
+        "turn 2, agent\nA beagle, three months old.",
+    ]
 
 
 async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_does(
@@ -445,19 +456,25 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     the part after each and the period the query names included."""
     s, session = await _agent(api)
     for events in (
-        (user("We adopted a beagle puppy named Biscuit"),
-         agent("Biscuit is a lovely name for a beagle.")),
+        (
+            user("We adopted a beagle puppy named Biscuit"),
+            agent("Biscuit is a lovely name for a beagle."),
+        ),
         (user("The car needs new tyres before winter"), agent("I noted the tyres.")),
-        (user("Biscuit chewed the sofa cushion to pieces"),
-         agent("Puppies chew while teething; try a frozen toy."), user("Good idea, thanks")),
+        (
+            user("Biscuit chewed the sofa cushion to pieces"),
+            agent("Puppies chew while teething; try a frozen toy."),
+            user("Good idea, thanks"),
+        ),
         (user("My sister visits from Lisbon next week"), agent("Shall I book a table?")),
-    ):  # fmt: skip
+    ):
         await s.committed_turn(session, *events)
     now = datetime.now(UTC)
     await dated(api, session, 3, now - timedelta(days=now.weekday() + 4))  # last week
     await s.turn(session)
-    reader = HistoryReader(agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session),
-                           turn_number=5, preview=False)  # fmt: skip
+    reader = HistoryReader(
+        agent_id=uuid.UUID(s.agent_id), session_id=uuid.UUID(session), turn_number=5, preview=False
+    )
     query = "what did the puppy chew last week?"
     vector, _ = await api.embedder.embed_one(query)
     periods = query_periods(query, now=now)
@@ -465,34 +482,60 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     async with api.database.session() as db:
         keywords = await keywords_of(db, reader=reader, query=query)
         assert keywords.weights  # the query's words, weighed by how few parts hold them
-        stmt = context_search(reader=reader, keywords=keywords, vector=vector,
-                              min_score=rules.MIN_SCORE, limit=50, now=now,
-                              periods=periods)  # fmt: skip
+        stmt = context_search(
+            reader=reader,
+            keywords=keywords,
+            vector=vector,
+            min_score=rules.MIN_SCORE,
+            limit=50,
+            now=now,
+            periods=periods,
+        )
         rows = await hybrid_run.scanned_rows(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
         hits = hybrid_run.hits(rows)
         keys = [h.key for h in hits]
-        turns = {t for (t,) in (await db.execute(
-            select(HistoryPart.turn_number).where(HistoryPart.id.in_(keys))  # type: ignore[attr-defined]
-        )).all()}  # fmt: skip
+        turns = {
+            t
+            for (t,) in (
+                await db.execute(
+                    select(HistoryPart.turn_number).where(HistoryPart.id.in_(keys))  # type: ignore[attr-defined]
+                )
+            ).all()
+        }
         matches = [
             HistoryPart.search_tsv.op("@@")(cast(stems, TSQUERY)) for stems, _ in keywords.weights
         ]
-        rows = (await db.execute(
-            select(HistoryPart.id, HistoryPart.turn_number, HistoryEvent.sequence,
-                   HistoryPart.part, HistoryPart.created_at,
-                   (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
-                   *matches)
-            .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
-            .where(HistoryPart.session_id == uuid.UUID(session),  # type: ignore[arg-type]
-                   HistoryPart.turn_number.in_(turns))  # type: ignore[attr-defined]
-        )).all()  # fmt: skip
+        rows = (
+            await db.execute(
+                select(
+                    HistoryPart.id,
+                    HistoryPart.turn_number,
+                    HistoryEvent.sequence,
+                    HistoryPart.part,
+                    HistoryPart.created_at,
+                    (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
+                    *matches,
+                )
+                .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+                .where(
+                    HistoryPart.session_id == uuid.UUID(session),  # type: ignore[arg-type]
+                    HistoryPart.turn_number.in_(turns),
+                )  # type: ignore[attr-defined]
+            )
+        ).all()
     weights = [w for _, w in keywords.weights]
     parts = [
-        ContextPart(key=str(r[0]), turn=r[1], sequence=r[2], part=r[3], created_at=r[4],
-                    cosine=float(r[5]),
-                    keywords=sum(w for w, m in zip(weights, r[6:], strict=True) if m))
+        ContextPart(
+            key=str(r[0]),
+            turn=r[1],
+            sequence=r[2],
+            part=r[3],
+            created_at=r[4],
+            cosine=float(r[5]),
+            keywords=sum(w for w, m in zip(weights, r[6:], strict=True) if m),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     assert {1, 3} <= turns < {1, 2, 3, 4}  # the puppy's turns, not every turn
     assert len(hits) == len(parts)  # every part of those turns is ranked
     reference = rank_in_context(parts, now=now, limit=50, periods=periods)

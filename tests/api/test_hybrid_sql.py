@@ -80,10 +80,32 @@ RECALL = Table(
 )
 
 WORDS = [
-    "garden", "tomato", "harvest", "rain", "hiking", "mountain", "trail", "coffee",
-    "morning", "meeting", "budget", "report", "deadline", "piano", "concert", "violin",
-    "dog", "walk", "park", "birthday", "cake", "sister", "flight", "paris", "museum",
-]  # fmt: skip
+    "garden",
+    "tomato",
+    "harvest",
+    "rain",
+    "hiking",
+    "mountain",
+    "trail",
+    "coffee",
+    "morning",
+    "meeting",
+    "budget",
+    "report",
+    "deadline",
+    "piano",
+    "concert",
+    "violin",
+    "dog",
+    "walk",
+    "park",
+    "birthday",
+    "cake",
+    "sister",
+    "flight",
+    "paris",
+    "museum",
+]
 
 _DDL = """
 CREATE TABLE {name} (
@@ -129,10 +151,9 @@ async def probe(database: Database, embedder: Embedder) -> AsyncIterator[dict[st
     times[71] = times[72] = times[3]  # equal text and time: only the key settles it
     times[5] = NOW + timedelta(days=3)  # stamped in the future: counts as new
     rows = [
-        {"id": uuid.uuid4(), "grp": 1 if i % 4 else 2, "body": b, "embedding": v,
-         "created_at": t}
+        {"id": uuid.uuid4(), "grp": 1 if i % 4 else 2, "body": b, "embedding": v, "created_at": t}
         for i, (b, v, t) in enumerate(zip(bodies, vectors, times, strict=True))
-    ]  # fmt: skip
+    ]
     async with database.session() as db:
         await db.execute(text("DROP TABLE IF EXISTS hybrid_probe"))
         await db.execute(
@@ -267,8 +288,9 @@ async def test_r41_keywords_match_any_word_or_web_syntax(
     rows = [r for r in probe["rows"] if r["grp"] == 1]
 
     async def lexical(q: str) -> set[str]:
-        hits = await search(database, 1, text=q, vector=None, mode="lexical", min_score=0.0,
-                            limit=100, now=NOW)  # fmt: skip
+        hits = await search(
+            database, 1, text=q, vector=None, mode="lexical", min_score=0.0, limit=100, now=NOW
+        )
         assert all(c is None for _, _, c, _ in hits)  # no vector: no cosine
         return {k for k, *_ in hits}
 
@@ -282,13 +304,18 @@ async def test_r41_keywords_match_any_word_or_web_syntax(
     assert await lexical(f"{a} OR {b}") == having(lambda w: {a, b} & w)
     assert await lexical(f'"{b} {a}"') <= having(lambda w: {a, b} <= w)
     assert await lexical("the of and") == set()
-    ranked = await search(database, 1, text=f"{a} {b}", vector=None, mode="lexical",
-                          min_score=0.0, limit=100, now=NOW)  # fmt: skip
+    ranked = await search(
+        database, 1, text=f"{a} {b}", vector=None, mode="lexical", min_score=0.0, limit=100, now=NOW
+    )
     with_both = having(lambda w: {a, b} <= w)
     assert with_both and {k for k, *_ in ranked[: len(with_both)]} == with_both
     assert [uses_web_syntax(q) for q in ('"a b"', "a -b", "a OR b", "a or b", "e-mail")] == [
-        True, True, True, False, False,
-    ]  # fmt: skip
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 async def test_r41_bad_arguments_are_refused(database: Database) -> None:
@@ -316,13 +343,40 @@ async def test_r41_bad_arguments_are_refused(database: Database) -> None:
 
 RECALL_ROWS = 100_000
 SMALL, LARGE = 3, 1  # group 3: every 20th row (5,000); group 1: every other row (50,000)
-SUBJECTS = ["my sister", "the landlord", "our team", "grandpa", "the vet", "a colleague",
-            "my neighbour", "the coach", "doctor Patel", "the kids"]  # fmt: skip
-ACTS = ["booked", "cancelled", "recommended", "complained about", "paid for", "forgot",
-        "planned", "moved"]  # fmt: skip
-THINGS = ["the dentist appointment", "a trip to Lisbon", "the quarterly budget",
-          "piano lessons", "the broken heater", "a birthday party", "the garden shed",
-          "a marathon", "the car insurance", "a vegan restaurant"]  # fmt: skip
+SUBJECTS = [
+    "my sister",
+    "the landlord",
+    "our team",
+    "grandpa",
+    "the vet",
+    "a colleague",
+    "my neighbour",
+    "the coach",
+    "doctor Patel",
+    "the kids",
+]
+ACTS = [
+    "booked",
+    "cancelled",
+    "recommended",
+    "complained about",
+    "paid for",
+    "forgot",
+    "planned",
+    "moved",
+]
+THINGS = [
+    "the dentist appointment",
+    "a trip to Lisbon",
+    "the quarterly budget",
+    "piano lessons",
+    "the broken heater",
+    "a birthday party",
+    "the garden shed",
+    "a marathon",
+    "the car insurance",
+    "a vegan restaurant",
+]
 
 
 def groups(n: int) -> np.ndarray:
@@ -336,12 +390,18 @@ def _copy_payload(grps: np.ndarray, vectors: np.ndarray, times: np.ndarray) -> b
     row = np.dtype(
         [
             ("fields", ">i2"),
-            ("id_len", ">i4"), ("id", "V16"),
-            ("grp_len", ">i4"), ("grp", ">i4"),
-            ("vec_len", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("vec", ">f4", (dim,)),
-            ("ts_len", ">i4"), ("ts", ">i8"),
+            ("id_len", ">i4"),
+            ("id", "V16"),
+            ("grp_len", ">i4"),
+            ("grp", ">i4"),
+            ("vec_len", ">i4"),
+            ("dim", ">i2"),
+            ("unused", ">i2"),
+            ("vec", ">f4", (dim,)),
+            ("ts_len", ">i4"),
+            ("ts", ">i8"),
         ]
-    )  # fmt: skip
+    )
     out = np.zeros(n, dtype=row)
     out["fields"] = 4
     out["id_len"], out["grp_len"], out["vec_len"], out["ts_len"] = 16, 4, 4 + 4 * dim, 8
@@ -422,8 +482,9 @@ def recall_queries(data: RecallData, n: int) -> list[list[float]]:
 
 async def ran_index(database: Database, src: SearchSource, q: list[float]) -> bool:
     """Whether the search's statement ran the HNSW index (EXPLAIN ANALYZE)."""
-    stmt = build_search(source=src, text=None, vector=q, mode="vector", min_score=-1.0,
-                        limit=10, now=NOW)  # fmt: skip
+    stmt = build_search(
+        source=src, text=None, vector=q, mode="vector", min_score=-1.0, limit=10, now=NOW
+    )
     compiled = stmt.compile(dialect=postgresql.psycopg.dialect())  # type: ignore[attr-defined]
     params = {
         k: "[" + ",".join(map(str, v)) + "]" if isinstance(v, list) else v
@@ -443,8 +504,17 @@ async def ran_index(database: Database, src: SearchSource, q: list[float]) -> bo
 
 async def top10(database: Database, src: SearchSource, q: list[float], **kw: Any) -> list[Any]:
     async with database.session() as db:
-        hits = await hybrid_search(db, source=src, text=None, vector=q, mode="vector",
-                                   min_score=-1.0, limit=10, now=NOW, **kw)  # fmt: skip
+        hits = await hybrid_search(
+            db,
+            source=src,
+            text=None,
+            vector=q,
+            mode="vector",
+            min_score=-1.0,
+            limit=10,
+            now=NOW,
+            **kw,
+        )
     return [(h.key, h.score) for h in hits]
 
 

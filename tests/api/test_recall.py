@@ -130,9 +130,14 @@ async def test_r42_a_recall_that_finds_nothing_is_not_recorded(api: Api) -> None
     turn, own = begun["turn"]["id"], begun["execution"]["id"]
     got = await recall(api, turn, "quantum chromodynamics lattice simulations")
     assert got == {
-        "kind": "memory", "notice": RECALL_NOTICE, "text": "", "recorded": False,
-        "execution": None, "repeatOf": None, "results": [],
-    }  # fmt: skip
+        "kind": "memory",
+        "notice": RECALL_NOTICE,
+        "text": "",
+        "recorded": False,
+        "execution": None,
+        "repeatOf": None,
+        "results": [],
+    }
     assert await recall_runs(api, turn) == []
     [(purpose, _, counted)] = await embed_usage(api, own)
     assert purpose == "embed" and counted is False
@@ -189,8 +194,9 @@ async def test_r42_a_changed_version_is_recorded_again(api: Api) -> None:
     turn = await s.turn(session)
     work = "is Maria allergic to peanuts?"
     first = await recall(api, turn, work)
-    await s.add(turn, "Maria is allergic to peanuts and to tree nuts", scope="AGENT",
-                replaces=ids[0])  # fmt: skip
+    await s.add(
+        turn, "Maria is allergic to peanuts and to tree nuts", scope="AGENT", replaces=ids[0]
+    )
     second = await recall(api, turn, work)
     assert second["recorded"] is True
     assert second["results"][0]["version"]["summary"] != first["results"][0]["version"]["summary"]

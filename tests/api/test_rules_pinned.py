@@ -301,9 +301,11 @@ async def test_r31_turns_pinning_at_once_never_overfill_the_list(api: Api) -> No
     session = await s.session()
     turns = [await s.turn(session) for _ in range(4)]
     results = await asyncio.gather(
-        *(api.execute(ADD, turn=t, summary=f"Concurrent pin {i}", pinned=True) for i, t in
-          enumerate(turns))
-    )  # fmt: skip
+        *(
+            api.execute(ADD, turn=t, summary=f"Concurrent pin {i}", pinned=True)
+            for i, t in enumerate(turns)
+        )
+    )
     codes = sorted("ok" if r.errors is None else r.errors[0].extensions["code"] for r in results)
     assert codes == ["NOT_ALLOWED", "NOT_ALLOWED", "NOT_ALLOWED", "ok"]
     for t in turns:

@@ -40,21 +40,32 @@ mutation($turn: UUID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: 
   }
 }"""
 
-LABELS = {"project": {"number": 5, "description": "which project"},
-          "priority": {"number": 6, "description": "how urgent"}}  # fmt: skip
+LABELS = {
+    "project": {"number": 5, "description": "which project"},
+    "priority": {"number": 6, "description": "how urgent"},
+}
 KINDS = ["fact", "event", "guidance"]
 
 NOTES = [
-    ("The tomato plants in the back garden need watering every morning", "fact",
-     {"project": "garden"}),
+    (
+        "The tomato plants in the back garden need watering every morning",
+        "fact",
+        {"project": "garden"},
+    ),
     ("Alice prefers window seats on long flights", "fact", {"project": "travel"}),
-    ("Quarterly budget report is due on the last Friday of March", "event",
-     {"project": "finance", "priority": "high"}),
-    ("Always answer finance questions with a short summary first", "guidance",
-     {"project": "finance"}),
+    (
+        "Quarterly budget report is due on the last Friday of March",
+        "event",
+        {"project": "finance", "priority": "high"},
+    ),
+    (
+        "Always answer finance questions with a short summary first",
+        "guidance",
+        {"project": "finance"},
+    ),
     ("Booked a flight to Lisbon for the conference in June", "event", {"project": "travel"}),
     ("The dog gets a walk in the park after dinner", "fact", {}),
-]  # fmt: skip
+]
 
 
 # Shares no word with NOTES[0] (the tomato plants), close to it in meaning.
@@ -66,8 +77,9 @@ mutation($turn: UUID!, $id: UUID!) {
 
 
 def search_config(**search: Any) -> dict[str, Any]:
-    config = memory_config(read=["session", "agent"], write=["session", "agent"],
-                           labels=LABELS, kinds=KINDS)  # fmt: skip
+    config = memory_config(
+        read=["session", "agent"], write=["session", "agent"], labels=LABELS, kinds=KINDS
+    )
     if search:
         config["harness"]["memory"]["search"] = search
     return config
@@ -123,8 +135,9 @@ class World:
 @pytest.fixture(scope="module")
 async def world(api: Api) -> World:
     s, session, ids = await seeded(api)
-    versions = {name: (await s.publish(search_config(**cfg)))["id"]
-                for name, cfg in VERSIONS.items()}  # fmt: skip
+    versions = {
+        name: (await s.publish(search_config(**cfg)))["id"] for name, cfg in VERSIONS.items()
+    }
     return World(scenario=s, session=session, ids=ids, versions=versions)
 
 
@@ -275,8 +288,9 @@ async def test_r40_kind_labels_and_ids_filter_ranked_and_listed(world: World) ->
         assert summaries(both) == [NOTES[2][0]]
         none = await search(api, turn, query=query, labels={"project": "fin"}, limit=10)
         assert none["results"] == []
-        mixed = await search(api, turn, query=query, kind="guidance",
-                             labels={"project": "finance"}, limit=10)  # fmt: skip
+        mixed = await search(
+            api, turn, query=query, kind="guidance", labels={"project": "finance"}, limit=10
+        )
         assert summaries(mixed) == [NOTES[3][0]]
         picked = [world.ids[NOTES[0][0]], world.ids[NOTES[5][0]], str(uuid.uuid4())]
         by_id = await search(api, turn, query=query, ids=picked, limit=10)
@@ -365,8 +379,9 @@ async def test_r10_r11_r13_no_record_of_another_agent_session_or_preview(api: Ap
     shared = await s.committed("Tomato plants need water", session, scope="AGENT")
     other_agent = Scenario(api)
     await other_agent.agent(search_config())
-    await other_agent.committed("Tomato plants of another agent", await other_agent.session(),
-                                scope="AGENT")  # fmt: skip
+    await other_agent.committed(
+        "Tomato plants of another agent", await other_agent.session(), scope="AGENT"
+    )
     await s.committed("Tomato sauce recipe of session two", second, scope="SESSION")
     preview = await s.turn(session, preview=True)
     await s.add_id(preview, "Tomato soup in preview", scope="AGENT")
@@ -378,8 +393,10 @@ async def test_r10_r11_r13_no_record_of_another_agent_session_or_preview(api: Ap
     ]:
         for query in ("tomato", None):
             found = await search(api, turn, query=query, limit=50)
-            got = {r["record"]["id"] if r["record"]["id"] == shared else r["version"]["summary"]
-                   for r in found["results"]}  # fmt: skip
+            got = {
+                r["record"]["id"] if r["record"]["id"] == shared else r["version"]["summary"]
+                for r in found["results"]
+            }
             assert got == want, (query, got)
 
 
@@ -398,13 +415,17 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
     """The model call that asked is checked; the same idempotency key returns the first
     result and records nothing more."""
     api = world.scenario.api
-    begun = (await api.ok(BEGIN_VERSION, session=world.session,
-                          version=world.versions["default"]))["beginTurn"]  # fmt: skip
+    begun = (await api.ok(BEGIN_VERSION, session=world.session, version=world.versions["default"]))[
+        "beginTurn"
+    ]
     turn, execution = begun["turn"]["id"], begun["execution"]["id"]
-    invocation = (await api.ok(
-        "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
-        " model: \"m\"}) { invocation { id } } }", e=execution)
-    )["recordInvocation"]["invocation"]["id"]  # fmt: skip
+    invocation = (
+        await api.ok(
+            "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
+            ' model: "m"}) { invocation { id } } }',
+            e=execution,
+        )
+    )["recordInvocation"]["invocation"]["id"]
     key = f"k-{uuid.uuid4()}"
     first = await search(api, turn, query="budget", invocation=invocation, key=key)
     again = await search(api, turn, query="budget", invocation=invocation, key=key)

@@ -21,9 +21,13 @@ def _days(query: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(
     "query",
-    ["What did Gina find on 1 February, 2023?", "What did she find on February 1st, 2023?",
-     "what happened on 2023-02-01", "the 1st of February 2023"],
-)  # fmt: skip
+    [
+        "What did Gina find on 1 February, 2023?",
+        "What did she find on February 1st, 2023?",
+        "what happened on 2023-02-01",
+        "the 1st of February 2023",
+    ],
+)
 def test_r62_a_day_with_its_year_is_that_day(query: str) -> None:
     assert _days(query) == [("2023-02-01", "2023-02-02")]
 

@@ -195,8 +195,16 @@ def test_r62_keywords_leave_out_words_most_parts_contain() -> None:
     """R62: a word in more than COMMON_WORD_SHARE of the parts (a speaker's name) is left
     out of the keyword search; stop words (no keyword) go too, as they match nothing."""
     query = "When did Caroline go to the support group?"
-    counts = {"when": None, "did": None, "caroline": 180, "go": 40, "to": None, "the": None,
-              "support": 6, "group": 9}  # fmt: skip
+    counts = {
+        "when": None,
+        "did": None,
+        "caroline": 180,
+        "go": 40,
+        "to": None,
+        "the": None,
+        "support": 6,
+        "group": 9,
+    }
     assert rules.COMMON_WORD_SHARE == 0.05
     assert rules.keyword_query(query, counts, 400) == "support group"
     # exactly at the share is kept; just over is not

@@ -360,8 +360,15 @@ def _part(
     age_days: float = 1.0,
     part: int = 1,
 ) -> ContextPart:
-    return ContextPart(key=key, turn=turn, sequence=sequence, part=part, cosine=cosine,
-                       keywords=keywords, created_at=NOW - timedelta(days=age_days))  # fmt: skip
+    return ContextPart(
+        key=key,
+        turn=turn,
+        sequence=sequence,
+        part=part,
+        cosine=cosine,
+        keywords=keywords,
+        created_at=NOW - timedelta(days=age_days),
+    )
 
 
 def _keys(ranked: list[Ranked]) -> list[str]:
@@ -380,8 +387,7 @@ def test_r62_an_answer_is_lifted_by_the_question_before_it() -> None:
     ]
     ranked = rank_in_context(parts, now=NOW, limit=4)
     assert _keys(ranked) == ["question", "answer", "elsewhere", "elsewhere-2"]
-    alone = rank_in_context([replace(p, turn=9 + i) for i, p in enumerate(parts)], now=NOW,
-                            limit=4)  # fmt: skip
+    alone = rank_in_context([replace(p, turn=9 + i) for i, p in enumerate(parts)], now=NOW, limit=4)
     assert _keys(alone)[1] == "elsewhere"  # without its question, the answer falls behind
 
 
@@ -407,8 +413,10 @@ def test_r62_a_part_gains_a_share_of_the_best_in_its_turn() -> None:
 def test_r62_scores_follow_the_documented_formula() -> None:
     """One worked case, term by term (module docstring)."""
     c = HISTORY_CONTEXT_PRESET
-    parts = [_part("q", 1, 1, cosine=0.7, keywords=3.0, age_days=0.0),
-             _part("a", 1, 2, cosine=0.1, keywords=0.0, age_days=0.0)]  # fmt: skip
+    parts = [
+        _part("q", 1, 1, cosine=0.7, keywords=3.0, age_days=0.0),
+        _part("a", 1, 2, cosine=0.1, keywords=0.0, age_days=0.0),
+    ]
     cs_a = 0.1 + c.context_share * (0.7 - 0.1)  # the lowest cs: the blend's 0
     ls_a = 0.0 + c.context_share * 3.0
     blend_q = c.cosine_share * 1.0 + (1 - c.cosine_share) * 1.0  # both signals at the top
@@ -421,18 +429,27 @@ def test_r62_scores_follow_the_documented_formula() -> None:
 
 
 def test_r62_recency_settles_near_ties_only() -> None:
-    same = [_part("old", 1, 1, cosine=0.5, age_days=60), _part("new", 2, 1, cosine=0.5),
-            _part("floor", 3, 1, cosine=0.1)]  # fmt: skip
+    same = [
+        _part("old", 1, 1, cosine=0.5, age_days=60),
+        _part("new", 2, 1, cosine=0.5),
+        _part("floor", 3, 1, cosine=0.1),
+    ]
     assert _keys(rank_in_context(same, now=NOW, limit=3))[:2] == ["new", "old"]
-    clear = [_part("old", 1, 1, cosine=0.6, age_days=60), _part("new", 2, 1, cosine=0.5),
-             _part("floor", 3, 1, cosine=0.1)]  # fmt: skip
+    clear = [
+        _part("old", 1, 1, cosine=0.6, age_days=60),
+        _part("new", 2, 1, cosine=0.5),
+        _part("floor", 3, 1, cosine=0.1),
+    ]
     assert _keys(rank_in_context(clear, now=NOW, limit=3))[:2] == ["old", "new"]
 
 
 def test_r62_no_spread_and_no_keyword_score_nothing_but_recency() -> None:
     """0/0 terms are 0: equal cosines and no keywords leave recency and then the key."""
-    parts = [_part("b", 1, 1, cosine=0.4), _part("a", 2, 1, cosine=0.4),
-             _part("c", 3, 1, cosine=0.4, age_days=0.5)]  # fmt: skip
+    parts = [
+        _part("b", 1, 1, cosine=0.4),
+        _part("a", 2, 1, cosine=0.4),
+        _part("c", 3, 1, cosine=0.4, age_days=0.5),
+    ]
     ranked = rank_in_context(parts, now=NOW, limit=3)
     assert _keys(ranked) == ["c", "a", "b"]
     assert ranked[1].score == pytest.approx(
@@ -495,4 +512,4 @@ def test_r62_a_part_kept_in_a_period_the_query_names_gains_date_share() -> None:
     edge = rank_in_context(
         parts, now=NOW, limit=3, periods=[(NOW - timedelta(days=12), NOW - timedelta(days=9))]
     )
-    assert _keys(edge)[:2] == ["since", "last-week"]  # fmt: skip
+    assert _keys(edge)[:2] == ["since", "last-week"]

@@ -99,12 +99,12 @@ async def test_a_document_is_validated_once_and_refused_every_time(
     for round_ in range(3):
         before = cache.cache_info()
         with statements(api.database) as sent:
-            refused = await schema.execute(deep, variable_values={"id": agent_id},
-                                           context_value=context)  # fmt: skip
+            refused = await schema.execute(
+                deep, variable_values={"id": agent_id}, context_value=context
+            )
         assert refused.errors and refused.data is None and sent == []
         assert "exceeds maximum operation depth" in refused.errors[0].message
-        passed = await schema.execute(ok, variable_values={"id": agent_id},
-                                      context_value=context)  # fmt: skip
+        passed = await schema.execute(ok, variable_values={"id": agent_id}, context_value=context)
         assert passed.errors is None
         hits = cache.cache_info().hits - before.hits
         assert hits == (0 if round_ == 0 else 2), hits

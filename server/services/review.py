@@ -178,14 +178,15 @@ async def apply_review(
     )
     output = {"memories": [item.to_json() for item in items], "decisions": outcomes}
     ended = await end_execution(db, execution, output=output)
-    await db.execute(
+    applied = await db.scalar(
         update(MemoryReview)
         .where(col(MemoryReview.id) == review.id)
         .values(status="applied", applied_at=func.clock_timestamp())  # the database's clock
-        .execution_options(synchronize_session=False)
+        .returning(MemoryReview)
+        .execution_options(populate_existing=True, synchronize_session=False)
     )
-    await db.refresh(review)
-    return Applied(review, ended, output, [item.version.id for item in items])
+    assert applied is not None
+    return Applied(applied, ended, output, [item.version.id for item in items])
 
 
 def _candidates(

@@ -16,9 +16,9 @@ dotted path of the offending key.
   so with memory enabled both must be ``["agent"]``.
 - R3 ``kinds``: names; by default ``DEFAULT_KINDS``.
 - R4 ``labels``: name -> number 5..18 and a description, numbers unique. Stored
-  label values are tied to the number, so ``validate_new_version`` makes every
-  later version keep each label an earlier one declared, with its number, and
-  never lets a new label take a number an earlier version gave another.
+  label values are tied to the number, so a later version keeps each label an
+  earlier one declared, with its number, and no new label takes a number an
+  earlier version gave another (``server.domain.config_versions``).
 - R5 ``tools``: the write tools offered; ``search_memory`` is always offered
   when memory is enabled.
 - R6 ``search``: ``mode``, ``max_results`` (1..100, default 5), ``min_score``
@@ -34,7 +34,7 @@ dotted path of the offending key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -161,15 +161,6 @@ def parse_config(raw: Mapping[str, Any] | None, *, sessionless: bool) -> Harness
     )
 
 
-def validate_new_version(
-    raw: Mapping[str, Any] | None, *, sessionless: bool, previous: Sequence[HarnessConfig]
-) -> HarnessConfig:
-    """``parse_config``, then R4 against every earlier version of the agent."""
-    config = parse_config(raw, sessionless=sessionless)
-    _check_labels_kept(config.memory.labels, previous)
-    return config
-
-
 def memory_config_to_json(cfg: MemoryConfig) -> dict[str, Any]:
     """The effective memory config; ``parse_config`` reads it back to an equal config."""
     every, search, score = cfg.extraction.every_messages, cfg.search, cfg.search.min_score
@@ -286,36 +277,6 @@ def _history(value: Any, *, sessionless: bool) -> HistoryConfig | None:
         reject(path, f"{path} is not allowed: an agent without sessions has no history")
     obj = json_object(value, path, frozenset({"index"}))
     return HistoryConfig(index=json_choice(obj.get("index"), f"{path}.index", _INDEXES))
-
-
-def _check_labels_kept(labels: Mapping[str, Label], previous: Sequence[HarnessConfig]) -> None:
-    path = "harness.memory.labels"
-    numbers: dict[str, int] = {}  # label -> number, as earlier versions declared them
-    owners: dict[int, str] = {}  # number -> the label an earlier version gave it to
-    for version in previous:
-        for name, label in version.memory.labels.items():
-            numbers.setdefault(name, label.number)
-            owners.setdefault(label.number, name)
-    for name, label in labels.items():
-        if name in numbers and label.number != numbers[name]:
-            reject(
-                f"{path}.{name}.number",
-                f"label {name} must keep number {numbers[name]}, which an earlier version"
-                f" gave it, not {label.number}",
-            )
-        if name not in numbers and label.number in owners:
-            reject(
-                f"{path}.{name}.number",
-                f"label {name} cannot take number {label.number}: an earlier version gave"
-                f" it to label {owners[label.number]}, and records may still hold its values",
-            )
-    for name, number in numbers.items():
-        if name not in labels:
-            reject(
-                f"{path}.{name}",
-                f"label {name} (number {number}) was declared by an earlier version and must"
-                " be kept; a later version may only add labels",
-            )
 
 
 def _ordered(scopes: frozenset[Scope]) -> list[Scope]:

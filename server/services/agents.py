@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from server.domain.config import HarnessConfig, parse_config, validate_new_version
+from server.domain.config import HarnessConfig, parse_config
+from server.domain.config_versions import validate_new_version
 from server.domain.text import check_name, check_text
 from server.errors import BadInputError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session

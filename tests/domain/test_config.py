@@ -23,8 +23,8 @@ from server.domain.config import (
     SearchConfig,
     memory_config_to_json,
     parse_config,
-    validate_new_version,
 )
+from server.domain.config_versions import validate_new_version
 from server.errors import InvalidConfigError
 
 ENABLED: dict[str, Any] = {"enabled": True}

@@ -28,8 +28,9 @@ from sqlalchemy.engine import URL
 
 from server import migrate
 from server.database import Database, normalise_url
+from server.domain.visibility import Reader
 from server.embedded import EmbeddedPostgres
-from server.embedding import Embedder
+from server.embedding import Embedder, default_model_path
 from server.services import agents, turns
 from server.settings import Settings
 
@@ -56,6 +57,29 @@ def scalar(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()) 
     """The first column of the first row ``sql`` returns, ``None`` for no row."""
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
+
+
+def mem0_config(url: URL, collection: str) -> dict[str, Any]:
+    """Mem0 OSS as the peers run it: pgvector in this database, our model through its
+    HuggingFace embedder, and an LLM that is never called (``add(infer=False)`` and
+    ``search`` make no LLM call)."""
+    return {
+        "vector_store": {
+            "provider": "pgvector",
+            "config": {
+                "connection_string": dsn(url),
+                "collection_name": collection,
+                "embedding_model_dims": 384,
+                "hnsw": True,
+            },
+        },
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"model": default_model_path(), "embedding_dims": 384},
+        },
+        "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
+        "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
+    }
 
 
 def dsn(url: URL) -> str:
@@ -273,6 +297,17 @@ class Owner:
     session_id: uuid.UUID
     turn_id: uuid.UUID
     execution_id: uuid.UUID
+
+    def reader(self) -> Reader:
+        """The owner's committed turn reading memory of both scopes."""
+        return Reader.for_turn(
+            agent_id=self.agent_id,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            preview=False,
+            read_scopes=("session", "agent"),
+            write_scopes=("session", "agent"),
+        )
 
 
 async def make_owner(db: Database, *, namespace: str, config: dict[str, Any]) -> Owner:

@@ -139,27 +139,7 @@ def mem0(url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]) -> 
     os.environ.setdefault("MEM0_TELEMETRY", "False")  # no network calls
     from mem0 import Memory
 
-    from server.embedding import default_model_path
-
-    m = Memory.from_config(
-        {
-            "vector_store": {
-                "provider": "pgvector",
-                "config": {
-                    "connection_string": common.dsn(url),
-                    "collection_name": "locomo_mem0",
-                    "embedding_model_dims": 384,
-                    "hnsw": True,
-                },
-            },
-            "embedder": {
-                "provider": "huggingface",
-                "config": {"model": default_model_path(), "embedding_dims": 384},
-            },
-            "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
-            "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
-        }
-    )
+    m = Memory.from_config(common.mem0_config(url, "locomo_mem0"))
     compute = m.embedding_model.embed
     m.embedding_model.embed = lambda text, action=None: vec.get(text) or compute(text, action)
     found = []

@@ -36,7 +36,6 @@ import uuid
 from typing import Any
 
 from bench import common
-from server.domain.visibility import Reader
 from server.embedding import default_model_path
 from server.services import memory, memory_ranking, search, tools, turns
 
@@ -97,14 +96,7 @@ async def ours(url: Any, records: list[str], queries: list[str]) -> dict[str, An
         for t in writers:
             await turns.commit_turn(s, turn_id=t)
         await s.commit()
-    reader = Reader.for_turn(
-        agent_id=owner.agent_id,
-        session_id=owner.session_id,
-        turn_id=owner.turn_id,
-        preview=False,
-        read_scopes=("session", "agent"),
-        write_scopes=("session", "agent"),
-    )
+    reader = owner.reader()
 
     def ranked(q: str) -> Any:
         async def call() -> None:
@@ -144,24 +136,7 @@ def mem0(url: Any, records: list[str], queries: list[str]) -> dict[str, Any]:
     os.environ.setdefault("MEM0_TELEMETRY", "False")  # no network calls
     from mem0 import Memory
 
-    config = {
-        "vector_store": {
-            "provider": "pgvector",
-            "config": {
-                "connection_string": common.dsn(url),
-                "collection_name": f"mem0_{uuid.uuid4().hex[:8]}",
-                "embedding_model_dims": 384,
-                "hnsw": True,
-            },
-        },
-        "embedder": {
-            "provider": "huggingface",
-            "config": {"model": default_model_path(), "embedding_dims": 384},
-        },
-        # never called: add(infer=False) and search make no LLM call
-        "llm": {"provider": "openai", "config": {"api_key": "unused", "model": "unused"}},
-        "history_db_path": f"/tmp/bench-mem0-{uuid.uuid4().hex[:8]}.db",
-    }
+    config = common.mem0_config(url, f"mem0_{uuid.uuid4().hex[:8]}")
     m = Memory.from_config(config)
     start = time.perf_counter()
     for text in records:

@@ -40,7 +40,6 @@ from sqlmodel import col
 
 from bench import common
 from server.domain.ranking import DEFAULT_PRESET
-from server.domain.visibility import Reader
 from server.models import MemoryVersion
 from server.services import auth, memory_ranking, turns
 from server.storage.candidates import EXACT_BELOW
@@ -135,17 +134,6 @@ async def load(p: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": loaded}
 
 
-def reader_of(owner: common.Owner) -> Reader:
-    return Reader.for_turn(
-        agent_id=owner.agent_id,
-        session_id=owner.session_id,
-        turn_id=owner.turn_id,
-        preview=False,
-        read_scopes=("session", "agent"),
-        write_scopes=("session", "agent"),
-    )
-
-
 def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]]]:
     """Query texts (five words of the records' vocabulary) with vectors near the data."""
     vocabulary = common.extra_words(20_000, seed=2)
@@ -156,7 +144,7 @@ def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]
 
 async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) -> dict[str, Any]:
     db = ctx["db"]
-    reader = reader_of(owner)
+    reader = owner.reader()
     cfg = common.MEMORY_CONFIG["harness"]["memory"]["search"]
 
     def service(text: str, vector: list[float]) -> Any:

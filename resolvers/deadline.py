@@ -1,6 +1,6 @@
 """A request's wall-clock limit, and the COMMIT it must not cut (docs/security.md).
 
-The HTTP guard (:class:`resolvers.security.GraphQLGuard`) runs each request
+The HTTP guard (:class:`resolvers.guard.GraphQLGuard`) runs each request
 under ``AGENT_MEMORY_QUERY_TIMEOUT_MS`` and answers TIMEOUT when it is reached.
 That answer promises that nothing the request did is kept, so the limit may
 cancel a request only before any of its transactions has sent COMMIT. The

@@ -31,23 +31,10 @@ from strawberry.extensions import (
     ValidationCache,
 )
 
-from resolvers.cost import cost_limiter, document_cost
+from resolvers.cost import cost_limiter
 from resolvers.documents import CachedParser
 from resolvers.errors import internal
-from resolvers.guard import GraphQLGuard, bearer_token, error_body
 from server.settings import Settings
-
-# what server/app.py and the hardening tests import from here
-__all__ = [
-    "DOCUMENT_CACHE_SIZE",
-    "GraphQLGuard",
-    "NoSuggestions",
-    "bearer_token",
-    "document_cost",
-    "error_body",
-    "mask_uncoded",
-    "schema_extensions",
-]
 
 _log = logging.getLogger("agent_memory.errors")
 _SUGGESTION = re.compile(r"\s*Did you mean [^?]*\?")

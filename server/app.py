@@ -20,8 +20,9 @@ from strawberry.asgi import GraphQL
 
 from resolvers.context import Credentials, make_context
 from resolvers.deadline import SCOPE_KEY
+from resolvers.guard import GraphQLGuard, bearer_token, error_body
 from resolvers.schema import build_schema
-from resolvers.security import GraphQLGuard, bearer_token, error_body, mask_uncoded
+from resolvers.security import mask_uncoded
 from server import web
 from server.database import Database
 from server.embedding import Embedder

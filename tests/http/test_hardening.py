@@ -18,8 +18,8 @@ import pytest
 from graphql.language import Lexer, Source, TokenKind
 from sqlalchemy import text
 
+from resolvers.cost import document_cost
 from resolvers.schema import build_schema
-from resolvers.security import document_cost
 from server.app import create_app
 from server.database import Database
 from server.embedding import Embedder

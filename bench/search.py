@@ -39,7 +39,7 @@ from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlmodel import col
 
 from bench import common
-from server.domain.ranking import DEFAULT_PRESET
+from server.domain.ranking_presets import DEFAULT_PRESET
 from server.models import MemoryVersion
 from server.services import auth, memory_ranking, turns
 from server.storage.candidates import EXACT_BELOW

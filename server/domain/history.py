@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from server.domain.config import DEFAULT_MIN_SCORE
-from server.domain.ranking import (
+from server.domain.ranking_presets import (
     HISTORY_CONTEXT_PRESET,
     HISTORY_FUSION_PRESET,
     ContextPreset,

@@ -92,7 +92,6 @@ from typing import Literal
 from server.domain.ranking_presets import (
     DEFAULT_PRESET,
     HISTORY_CONTEXT_PRESET,
-    HISTORY_FUSION_PRESET,
     ContextPreset,
     FusionPreset,
 )
@@ -295,21 +294,3 @@ def _near(
 ) -> float:
     near = value + preset.context_share * max(signal(before) - value if before else 0, 0)
     return near + preset.next_share * max(signal(after) - value if after else 0, 0)
-
-
-# the presets live in server.domain.ranking_presets; named here too, beside what they rank
-__all__ = [
-    "DEFAULT_PRESET",
-    "HISTORY_CONTEXT_PRESET",
-    "HISTORY_FUSION_PRESET",
-    "Candidate",
-    "ContextPart",
-    "ContextPreset",
-    "FusionPreset",
-    "Mode",
-    "Ranked",
-    "rank",
-    "rank_in_context",
-    "recency",
-    "rrf_term",
-]

@@ -46,7 +46,7 @@ from server.domain.text import check_text
 from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent
 from server.services.transcript import APPEND_RETURNING, appending
-from server.services.turns import open_scope
+from server.services.turn_scope import open_scope
 
 MAX_EVENTS = 100
 MAX_TEXT = 100_000

@@ -34,7 +34,7 @@ from server.models import Execution, HistoryEvent, HistoryPart
 from server.services.history_ranking import rank_parts
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
-from server.services.turns import TurnScope
+from server.services.turn_scope import TurnScope
 from server.storage.history_gate import history_condition
 
 TOOL = "search_history"

@@ -28,7 +28,8 @@ from sqlalchemy.orm import defer
 from sqlmodel import col
 
 from server.domain.config import SearchConfig
-from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
+from server.domain.ranking import Mode
+from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.models import MemoryRecord, MemoryVersion, table

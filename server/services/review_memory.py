@@ -29,7 +29,7 @@ from server.services.memory_write import (
     write_record,
 )
 from server.services.tools import CallRef
-from server.services.turns import TurnScope
+from server.services.turn_scope import TurnScope
 from server.storage.gate import effective_status, record_condition, version_in_force
 
 

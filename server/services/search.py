@@ -7,7 +7,7 @@ next page of a listing). Helpers and programs may search (R23).
 
 - With a ``query`` the records are ranked (R41) by the agent version's
   ``harness.memory.search`` (``mode``, ``min_score``) with the fusion preset
-  :data:`server.domain.ranking.DEFAULT_PRESET`, in one statement
+  :data:`server.domain.ranking_presets.DEFAULT_PRESET`, in one statement
   (:func:`ranking_statement`: the statement of
   :func:`server.storage.hybrid.build_search`, built once per shape and run with
   the reader's values as parameters); at most ``limit`` results (default

@@ -34,7 +34,7 @@ from server.services.turn_numbers import (
     numbered_turn_statement,
     turn_number,
 )
-from server.services.turn_scope import TurnScope, open_scope, open_turn, reader_for
+from server.services.turn_scope import open_scope, open_turn, reader_for
 from server.storage.built import built_once
 from server.storage.history_gate import history_condition
 
@@ -265,18 +265,3 @@ async def record_invocation(
     db.add(invocation)
     await db.flush()
     return invocation
-
-
-# TurnScope and open_scope live in server.services.turn_scope; named here too, for the
-# modules that import them from here (history, review_memory)
-__all__ = [
-    "BegunTurn",
-    "TurnScope",
-    "begin_turn",
-    "commit_turn",
-    "fail_turn",
-    "open_scope",
-    "record_invocation",
-    "rollback_turn",
-    "start_helper",
-]

@@ -53,7 +53,8 @@ from sqlalchemy import (
     union,
 )
 
-from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
+from server.domain.ranking import Mode
+from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.storage.candidates import EXACT_BELOW, Candidates, SearchSource
 from server.storage.search_terms import F8, float_param
 

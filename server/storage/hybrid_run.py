@@ -28,7 +28,8 @@ from typing import Any
 from sqlalchemy import Select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from server.domain.ranking import DEFAULT_PRESET, FusionPreset, Mode
+from server.domain.ranking import Mode
+from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.storage.candidates import EXACT_BELOW, TIE_SLACK, SearchSource
 from server.storage.hybrid import build_search
 

@@ -43,7 +43,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSVECTOR
 
 from server.database import Database
-from server.domain.ranking import DEFAULT_PRESET, Candidate, FusionPreset, Mode, rank
+from server.domain.ranking import Candidate, Mode, rank
+from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.embedding import Embedder
 from server.storage.candidates import SearchSource
 from server.storage.hybrid import build_search

@@ -11,11 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from server.domain.ranking import (
-    DEFAULT_PRESET,
-    HISTORY_CONTEXT_PRESET,
     Candidate,
     ContextPart,
-    FusionPreset,
     Mode,
     Ranked,
     rank,
@@ -23,6 +20,7 @@ from server.domain.ranking import (
     recency,
     rrf_term,
 )
+from server.domain.ranking_presets import DEFAULT_PRESET, HISTORY_CONTEXT_PRESET, FusionPreset
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 K = DEFAULT_PRESET.rrf_k

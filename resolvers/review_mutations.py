@@ -218,7 +218,7 @@ class ReviewMutation:
                     summary=d["summary"],
                     action=MemoryDecisionAction(d["action"]),
                     applied=MemoryDecisionAction(d["applied"]),
-                    record_id=None if d["record"] is None else uuid.UUID(d["record"]),
+                    record_id=None if d["recordId"] is None else uuid.UUID(d["recordId"]),
                     restates=None if d["restates"] is None else uuid.UUID(d["restates"]),
                     similarity=d["similarity"],
                     memories=await versions_of(info, d["memories"]),

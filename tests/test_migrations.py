@@ -186,3 +186,55 @@ def test_0006_ranks_history_parts_exactly_and_its_downgrade_restores_the_index(
     assert _storage(fresh_engine, "history_parts") == {"embedding": "e", "search_tsv": "x"}
     migrate.upgrade(fresh_url)
     assert _differences(fresh_engine) == []
+
+
+_OLD_PAYLOADS = """
+INSERT INTO agents (id, namespace, name, sessionless) VALUES (:a, 'mig', 'a', false);
+INSERT INTO agent_versions (id, agent_id, number, config) VALUES (:v, :a, 1, '{}');
+INSERT INTO turns (id, agent_id, agent_version_id, number, attempt, status, preview)
+  VALUES (:t, :a, :v, 1, 1, 'committed', false);
+INSERT INTO executions (id, agent_id, turn_id, kind, name, status, output)
+  VALUES (:e, :a, :t, 'tool', 'memory_review', 'succeeded',
+          '{"decisions": [{"candidate": 0, "record": "r1", "action": "ADD"}], "memories": []}');
+INSERT INTO transcript_events (id, agent_id, turn_id, sequence, type, payload) VALUES
+  (gen_random_uuid(), :a, :t, 1, 'usage',
+   '{"purpose": "embed", "invocation": "i1", "inputTokens": 3, "counted": false}'),
+  (gen_random_uuid(), :a, :t, 2, 'memory.pinned',
+   '{"lines": ["x"], "versions": [{"record": "r1", "version": "v1"}],
+     "omitted": [{"record": "r2", "version": "v2"}]}');
+INSERT INTO idempotency_keys (id, caller, operation, key, request_hash, result)
+  VALUES (gen_random_uuid(), 'c', 'applyMemoryReview', 'k', 'h',
+          '{"decisions": [{"candidate": 0, "record": null}]}');
+"""
+
+
+def _payloads(engine: Engine) -> tuple[Any, ...]:
+    with engine.connect() as conn:
+        events = dict(conn.execute(text("SELECT type, payload FROM transcript_events")).all())
+        output = conn.execute(text("SELECT output FROM executions")).scalar_one()
+        kept = conn.execute(text("SELECT result FROM idempotency_keys")).scalar_one()
+    return events["usage"], events["memory.pinned"], output["decisions"], kept["decisions"]
+
+
+def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_them(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0009: stored transcript payloads, review outputs and the results kept for
+    idempotency keys are rewritten to the schema's names and enum values (EMBED,
+    invocationId, recordId, versionId); the downgrade writes the old ones back."""
+    migrate.upgrade(fresh_url, "0008")
+    ids = {k: str(uuid.uuid4()) for k in "avte"}
+    with fresh_engine.begin() as conn:
+        for statement in filter(str.strip, _OLD_PAYLOADS.split(";")):
+            conn.execute(text(statement), ids)
+    before = _payloads(fresh_engine)
+    migrate.upgrade(fresh_url)
+    usage, pinned, decisions, kept = _payloads(fresh_engine)
+    assert usage == {"purpose": "EMBED", "invocationId": "i1", "inputTokens": 3, "counted": False}
+    assert pinned["versions"] == [{"recordId": "r1", "versionId": "v1"}]
+    assert pinned["omitted"] == [{"recordId": "r2", "versionId": "v2"}]
+    assert pinned["lines"] == ["x"]
+    assert decisions == [{"candidate": 0, "recordId": "r1", "action": "ADD"}]
+    assert kept == [{"candidate": 0, "recordId": None}]
+    migrate.downgrade(fresh_url, "0008")
+    assert _payloads(fresh_engine) == before

@@ -134,7 +134,7 @@ async def apply_decisions(
             "summary": candidate.fields.summary,
             "action": action,
             "applied": action,
-            "record": None if record_id is None else str(record_id),
+            "recordId": None if record_id is None else str(record_id),
             "restates": None,
             "similarity": None,
             "memories": [],

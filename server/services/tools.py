@@ -181,11 +181,12 @@ async def record_embed(
         turn=scope.turn,
         type="usage",
         execution_id=execution.id,
+        # named, and valued, as the Invocation type shows them
         payload={
-            "purpose": "embed",
+            "purpose": "EMBED",
             "model": model,
             "inputTokens": tokens,
-            "invocation": str(invocation),
+            "invocationId": str(invocation),
             "counted": False,
         },
     )

@@ -130,7 +130,8 @@ async def begin_turn(
 
 
 def _versions(entries: list[PinnedEntry]) -> list[dict[str, str]]:
-    return [{"record": str(p.record_id), "version": str(p.version_id)} for p in entries]
+    # named as PinnedMemory names them
+    return [{"recordId": str(p.record_id), "versionId": str(p.version_id)} for p in entries]
 
 
 async def _has_history(db: AsyncSession, turn: Turn, config: HarnessConfig) -> bool:

@@ -58,6 +58,10 @@ async def test_every_turn_a_review_reads_the_turn_and_its_writes_name_their_prov
     assert applied["execution"]["status"] == "SUCCEEDED"
     assert applied["execution"]["output"]["memories"][0]["summary"] == "The user lives in Lisbon"
     record = applied["memories"][0]["recordId"]
+    # the output names its decisions' targets as MemoryDecisionOutcome does (an ADD has none)
+    [decision] = applied["execution"]["output"]["decisions"]
+    assert (decision["action"], decision["recordId"]) == ("ADD", None)
+    assert "record" not in decision
     assert await records(api, s.agent_id) == []  # visible at commit (R12)
     await s.commit(turn)
     written = (await memory_record(api, record))["versions"][0]["writtenBy"]

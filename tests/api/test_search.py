@@ -232,7 +232,10 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
     assert purpose == "embed" and tokens > 0 and counted is False
     view = await turn_view(api, turn)
     usage = [e for e in view["transcript"] if e["type"] == "USAGE"]
-    assert usage and usage[0]["payload"]["purpose"] == "embed"
+    # the payload spells the purpose as the InvocationPurpose enum does, and names the
+    # model call as the Invocation type does
+    assert usage and usage[0]["payload"]["purpose"] == "EMBED"
+    assert {"invocationId", "inputTokens"} <= set(usage[0]["payload"])
     assert usage[0]["execution"]["id"] == execution["id"]
     assert [e["type"] for e in view["transcript"]][-1] == "TOOL_RESULT"
 

@@ -18,7 +18,7 @@ from resolvers.types.agents import AgentType, AgentVersionType, SessionType
 from resolvers.types.memory import MemoryRecordType
 from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, TurnType
-from server.errors import NotFoundError
+from server.errors import BadInputError, NotFoundError
 from server.services import reads
 
 T = TypeVar("T")
@@ -34,9 +34,9 @@ async def _load(loader: DataLoader[uuid.UUID, T | None], id_: uuid.UUID, what: s
 @strawberry.type
 class Query:
     @strawberry.field(
-        description="An agent, by id or by namespace and name; NOT_FOUND when there is none. "
-        "A name the caller may not read is answered as one that does not exist (names are "
-        "guessable, ids are not)."
+        description="An agent, by id or by namespace and name; NOT_FOUND when there is none, "
+        "BAD_INPUT when neither is given. A name the caller may not read is answered as one "
+        "that does not exist (names are guessable, ids are not)."
     )
     async def agent(
         self,
@@ -59,7 +59,8 @@ class Query:
         if id is not None:
             return AgentType(row=await _load(info.context.loaders.agent, id, "agent"))
         if namespace is None or name is None:
-            raise NotFoundError("pass id, or namespace and name")
+            missing = "name" if namespace is not None else "namespace" if name is not None else "id"
+            raise BadInputError("pass id, or namespace and name", field=missing)
         row = await reads.agent_by_name(info.context.db, namespace=namespace, name=name)
         if (
             row is None

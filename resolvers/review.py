@@ -166,12 +166,15 @@ class BeginMemoryReviewPayload:
     messages: int = strawberry.field(description="Messages since the last review.")
     review: MemoryReviewType | None = strawberry.field(description="Null when not due.")
     instructions: str | None = strawberry.field(
-        description="The model's instructions: what to keep, then the decisions and their format."
+        description="The model's instructions: what to keep, then the decisions and their "
+        "format. Null when not due."
     )
     conversation: list[ReviewedEventType] = strawberry.field(
         description="The conversation since the last review, in order; empty when not due."
     )
-    text: str = strawberry.field(description="The conversation as the model reads it.")
+    text: str | None = strawberry.field(
+        description="The conversation as the model reads it. Null when not due."
+    )
 
 
 @strawberry.type(name="SimilarMemory", description="A memory like a candidate.")

@@ -87,7 +87,7 @@ class ReviewMutation:
                 )
                 for e in entries
             ],
-            text=rules.render(entries),
+            text=rules.render(entries) if result["review"] is not None else None,
         )
 
     @strawberry.mutation(

@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import Node, column, node_id, related
+from resolvers.types.base import Node, column, node_id, paginated_instead, related
 from resolvers.types.enums import MemoryStatus, PrincipalKind, Scope
 from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
@@ -186,7 +186,10 @@ class MemoryRecordType(Node):
         assert row is not None
         return MemoryVersionType(row=row)
 
-    @strawberry.field(description="Every version, oldest first: creation, then each change.")
+    @strawberry.field(
+        description="Every version, oldest first: creation, then each change.",
+        deprecation_reason=paginated_instead("versionsConnection"),
+    )
     async def versions(self, info: Info) -> list[MemoryVersionType]:
         rows = await info.context.loaders.versions_of_record.load(self.row.id)
         if self._staged:

@@ -394,6 +394,20 @@ async def test_agent_memory_reads_any_status_or_not_found(api: Api) -> None:
     assert ext["code"] == "NOT_FOUND"
 
 
+async def test_an_agent_lookup_without_its_keys_is_bad_input(api: Api) -> None:
+    """``agent`` needs an id, or a namespace and a name: asked with neither (or with half
+    of the pair) it is BAD_INPUT naming what is missing, not NOT_FOUND."""
+    for arguments, missing in (
+        ("", "id"),
+        ('(namespace: "ns")', "name"),
+        ('(name: "a")', "namespace"),
+    ):
+        result = await api.execute(f"{{ agent{arguments} {{ id }} }}")
+        assert result.data == {"agent": None}
+        [error] = result.errors
+        assert error.extensions == {"code": "BAD_INPUT", "field": missing}, error
+
+
 async def test_r12_staged_changes_are_not_visible_to_a_dashboard(api: Api) -> None:
     """An open turn's new records, replacements and deletions are not shown until it
     commits; after a rollback they are gone."""

@@ -80,6 +80,8 @@ async def test_every_n_messages_counts_across_turns_and_the_watermark_moves_at_c
     await _said(s, one, "I prefer tea")
     early = await s.begin_review(one)
     assert (early["due"], early["review"], early["conversation"]) == (False, None, [])
+    # nothing to read and nothing to follow: both null, as the review
+    assert (early["instructions"], early["text"]) == (None, None)
     assert early["reason"] == "2 of 4 messages since the last review"
     await s.commit(one)
     two = await s.turn(session)

@@ -19,7 +19,7 @@ class BeginMemoryReviewBeginMemoryReview(BaseModel):
     review: Optional["BeginMemoryReviewBeginMemoryReviewReview"]
     instructions: Optional[str]
     conversation: list["BeginMemoryReviewBeginMemoryReviewConversation"]
-    text: str
+    text: Optional[str]
 
 
 class BeginMemoryReviewBeginMemoryReviewReview(BaseModel):

@@ -203,10 +203,14 @@ async def list_versions(
     first: int,
     after: str | None,
     maximum: int = 100,
+    through: int | None = None,
 ) -> Page[MemoryVersion]:
     """A record's versions, oldest first, but those ``staged_by`` (the open turn that
-    changes the record) wrote: an API reader does not see them before it commits."""
+    changes the record) wrote: an API reader does not see them before it commits.
+    ``through``: only the versions up to that number (the record as it stood then)."""
     where: Any = MemoryVersion.record_id == record_id
+    if through is not None:
+        where = and_(where, col(MemoryVersion.number) <= through)
     if staged_by is not None:
         turn = col(MemoryVersion.turn_id)
         where = and_(where, or_(turn.is_(None), turn != staged_by))

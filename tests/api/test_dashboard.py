@@ -528,3 +528,31 @@ async def test_nul_in_text_arguments_is_bad_input(api: Api) -> None:
         _, ext = await api.error(RECORD_PAGE, id=agent, first=5, filter=filter)
         assert ext == {"code": "BAD_INPUT", "field": field}
     assert len(await _all_record_ids(api, agent)) == 1
+
+
+async def test_labels_round_trip_from_an_output_to_an_input(api: Api) -> None:
+    """What a version gives as labelList is what an input's labels take: passed back as it
+    is, it writes the same labels (labels gives the same values as an object)."""
+    labels = {
+        "customer_id": {"number": 5, "description": "The customer."},
+        "branch": {"number": 6, "description": "The branch."},
+    }
+    s = Scenario(api)
+    await s.agent(memory_config(labels=labels))
+    session = await s.session()
+    turn = await s.turn(session)
+    first = await s.add_id(turn, "Banks at Baixa", labels={"customer_id": "C-42", "branch": "B"})
+    await s.commit(turn)
+    query = (
+        "query($id: UUID!) { agentMemory(id: $id) { current { labels labelList { name value } } } }"
+    )
+    current = (await api.ok(query, id=first))["agentMemory"]["current"]
+    assert current["labels"] == {"customer_id": "C-42", "branch": "B"}
+    assert current["labelList"] == [
+        {"name": "branch", "value": "B"},
+        {"name": "customer_id", "value": "C-42"},
+    ]
+    again = await s.turn(session)
+    copy = await s.add_id(again, "Banks at Baixa, again", labels=current["labelList"])
+    await s.commit(again)
+    assert (await api.ok(query, id=copy))["agentMemory"]["current"] == current

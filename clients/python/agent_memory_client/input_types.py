@@ -1,3 +1,4 @@
+from datetime import datetime
 from typing import Any, Optional
 from uuid import UUID
 
@@ -181,6 +182,15 @@ class LabelInput(BaseModel):
     "The label's name, as the agent declares it."
     value: str
     "The value; a record's label value is 1 to 200 characters."
+
+
+class MemoryAsOf(BaseModel):
+    """A moment of an agent's memory: a turn or a time, exactly one. The records that stood then, each as its version in force then (its status, text, kind and labels then), its versions up to that one."""
+
+    turn_id: Optional[UUID] = Field(alias="turnId", default=None)
+    "A turn of this agent: the memory as that turn could see it when it began (its session's records and the scopes its agent version reads, live or preview as the turn was), before anything it wrote. Needs SELECT on <namespace>.Session too; a turn of another agent is NOT_FOUND."
+    time: Optional[datetime] = None
+    "A time, with its UTC offset: the memory as this listing showed it then (every committed record of the agent)."
 
 
 class MemoryCandidateInput(BaseModel):

@@ -44,7 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if settings.dev:
             from server.cli_auth import print_dev_admin_token
 
-            print_dev_admin_token(url, graphiql=f"http://{settings.host}:{settings.port}/graphql")
+            print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
         app = create_app(settings, database=database)
         config = uvicorn.Config(
             app, log_level=settings.log_level, log_config=None, access_log=False

@@ -46,6 +46,9 @@ class Database:
     sessionmaker: async_sessionmaker[AsyncSession] | None = None
     _embedded: EmbeddedPostgres | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
+    # a server's role is warned about (docs/security.md, "Database roles"); a command of
+    # the CLI runs an operator's task as whichever role it is given, and says nothing
+    warn_role: bool = True
 
     def resolve_url(self, *, create: bool = True) -> URL:
         """Start the embedded server when no URL is configured; return the URL. With
@@ -81,7 +84,7 @@ class Database:
         pgvector (:func:`server.startup.check_database`); once is enough."""
         privileged = check_database(self.resolve_url())
         self._checked = True
-        if privileged and not self.settings.dev:
+        if privileged and self.warn_role and not self.settings.dev:
             _log.warning(
                 "connected to PostgreSQL as %s: give the server a role that is neither "
                 "superuser nor BYPASSRLS (see docs/security.md)",

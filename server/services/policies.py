@@ -190,3 +190,24 @@ async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> li
         ):
             views[binding.policy_id].bindings.append(binding)
     return list(views.values())
+
+
+# Dev mode's first admin reads what the walkthrough and the dashboard show: every
+# namespace's sessions and memory (an admin reads those only as its policies grant).
+DEV_READER = ("dev", "read-everything")
+
+
+async def grant_dev_reads(db: AsyncSession, *, principal_id: uuid.UUID) -> Policy:
+    """Bind the dev policy that grants SELECT on everything (``*``) to a principal, making
+    the policy first if there is none: dev mode only (docs/security.md)."""
+    namespace, name = DEV_READER
+    policy: Policy | None = await db.scalar(
+        select(Policy).where(col(Policy.namespace) == namespace, col(Policy.name) == name)
+    )
+    if policy is None:
+        policy = await create_policy(db, namespace=namespace, name=name)
+        await add_grant(db, namespace=namespace, name=name, privilege="SELECT", pattern="*")
+    await bind(
+        db, namespace=namespace, name=name, subject_type="principal", subject=str(principal_id)
+    )
+    return policy

@@ -9,6 +9,7 @@ that call's ranking statement returned (a replayed key reloads its versions).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import strawberry
@@ -17,6 +18,7 @@ from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_shown
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
+from resolvers.types.ranking import ScoreExplanationType
 from resolvers.types.turns import ExecutionType
 from server import models
 from server.services import recall as memory_recall
@@ -80,6 +82,14 @@ class MemorySearchResultType:
     cosine: float | None = strawberry.field(description="Similarity of meaning, -1..1.")
     lexical: float | None = strawberry.field(description="Full-text rank, when words matched.")
     found: strawberry.Private[models.MemoryRecord | None] = None
+    explained: strawberry.Private[Callable[[], Awaitable[ScoreExplanationType]] | None] = None
+
+    @strawberry.field(
+        description="Why it ranked where it did: the terms of its score. Given for "
+        "searchAgentMemory's results; null for searchMemory and recall."
+    )
+    async def explanation(self) -> ScoreExplanationType | None:
+        return None if self.explained is None else await self.explained()
 
     @strawberry.field(description="The record the version belongs to.")
     async def record(self, info: Info) -> MemoryRecordType:

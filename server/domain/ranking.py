@@ -194,6 +194,68 @@ def rank(
     return [Ranked(c.key, score, c.cosine, c.lexical) for score, c in scored[:limit]]
 
 
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a result ranked where it did: each term of its score (R41).
+
+    In ``hybrid`` mode the score is ``meaning_term + keyword_term + recency_term``: a
+    signal's term is its reciprocal-rank-fusion term, from the result's position in that
+    signal's candidate list (``meaning_rank``, ``keyword_rank``; None, with a term of 0,
+    when it was not a candidate by that signal), and the recency term comes from its age.
+    In ``vector`` mode the score is the cosine (the meaning term); in ``lexical`` mode the
+    full-text rank (the keyword term); neither has a recency term."""
+
+    mode: Mode
+    score: float
+    meaning_rank: int | None
+    meaning_term: float
+    keyword_rank: int | None
+    keyword_term: float
+    age_days: float
+    recency_term: float
+
+
+def explain(
+    *,
+    mode: Mode,
+    score: float,
+    created_at: datetime,
+    now: datetime,
+    meaning_rank: int | None,
+    keyword_rank: int | None,
+    preset: FusionPreset = DEFAULT_PRESET,
+) -> Explanation:
+    """The terms of a result's ``score`` as :func:`rank` sums them, given its 1-based
+    positions in the candidate lists by meaning and by keywords (None: not in one)."""
+    age = max((now - created_at).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    if mode != "hybrid":
+        by_meaning = mode == "vector"
+        return Explanation(
+            mode=mode,
+            score=score,
+            meaning_rank=meaning_rank if by_meaning else None,
+            meaning_term=score if by_meaning else 0.0,
+            keyword_rank=None if by_meaning else keyword_rank,
+            keyword_term=0.0 if by_meaning else score,
+            age_days=age,
+            recency_term=0.0,
+        )
+    k = preset.rrf_k
+    meaning = 0.0 if meaning_rank is None else rrf_term(meaning_rank, preset.vector_weight, k)
+    keywords = 0.0 if keyword_rank is None else rrf_term(keyword_rank, preset.lexical_weight, k)
+    fresh = preset.recency_weight * recency(created_at, now, preset) / (k + 1)
+    return Explanation(
+        mode=mode,
+        score=score,
+        meaning_rank=meaning_rank,
+        meaning_term=meaning,
+        keyword_rank=keyword_rank,
+        keyword_term=keywords,
+        age_days=age,
+        recency_term=fresh,
+    )
+
+
 def _fuse(
     vector: list[_Scored], lexical: list[_Scored], *, now: datetime, preset: FusionPreset
 ) -> list[_Scored]:

@@ -236,11 +236,14 @@ def ranking_statement(
     return (_with_rows(shape) if with_rows else _statement(shape)), params
 
 
-async def ranked(db: AsyncSession, reader: Reader, query: MemoryQuery) -> list[Found]:
-    """The best ``query.limit`` records for ``query`` (R41), best first."""
+async def ranked(
+    db: AsyncSession, reader: Reader, query: MemoryQuery, *, now: datetime | None = None
+) -> list[Found]:
+    """The best ``query.limit`` records for ``query`` (R41), best first; ``now``: the
+    moment recency is measured from (the call's own by default)."""
     if query.limit == 0:
         return []
-    stmt, params = ranking_statement(reader, query, with_rows=True)
+    stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
     rows = await scanned_rows(
         db, stmt, params, mode=query.mode, limit=query.limit, preset=query.preset
     )

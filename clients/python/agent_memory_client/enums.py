@@ -73,6 +73,12 @@ class Scope(str, Enum):
     AGENT = "AGENT"
 
 
+class SearchMode(str, Enum):
+    HYBRID = "HYBRID"
+    LEXICAL = "LEXICAL"
+    VECTOR = "VECTOR"
+
+
 class TranscriptEventKind(str, Enum):
     USER_MESSAGE = "USER_MESSAGE"
     AGENT_MESSAGE = "AGENT_MESSAGE"

@@ -98,6 +98,7 @@ from .enums import (
     OutputUseKind,
     PrincipalKind,
     Scope,
+    SearchMode,
     TranscriptEventKind,
     TurnStatus,
 )
@@ -370,6 +371,7 @@ __all__ = [
     "SearchMemorySearchMemory",
     "SearchMemorySearchMemoryExecution",
     "SearchMemorySearchMemoryResults",
+    "SearchMode",
     "SearchResultFields",
     "SearchResultFieldsRecord",
     "SearchResultFieldsVersion",

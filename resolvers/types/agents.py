@@ -13,8 +13,8 @@ from resolvers.context import Info
 from resolvers.grants import Resource, require
 from resolvers.permissions import CanReadMemory, CanReadSessions
 from resolvers.types.base import LabelInput, Node, column, later, node_id, related
-from resolvers.types.enums import MemoryStatus, Scope
-from resolvers.types.pages import After, Connection, First, paged
+from resolvers.types.enums import ListOrder, MemoryStatus, Scope
+from resolvers.types.pages import After, Connection, First
 from server import models
 from server.domain.config import memory_config_to_json
 from server.errors import BadInputError
@@ -248,12 +248,29 @@ class SessionType(Node):
         lambda r: AgentType(row=r),
         description="The agent the session belongs to.",
     )
-    turns: Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]] = paged(
-        reads.list_turns,
-        lambda t: _turn(row=t),
-        description="The session's turns, newest first, every attempt.",
-        session_id="id",
+
+    @strawberry.field(
+        description="The session's turns, every attempt: newest first, or in the order "
+        "they began (order: OLDEST_FIRST), as a conversation reads."
     )
+    async def turns(
+        self,
+        info: Info,
+        first: First,
+        after: After = None,
+        order: Annotated[
+            ListOrder, strawberry.argument(description="Newest first (the default) or oldest.")
+        ] = ListOrder.NEWEST_FIRST,
+    ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
+        return await Connection.read(
+            info,
+            reads.list_turns,
+            lambda t: _turn(row=t),
+            session_id=self.row.id,
+            first=first,
+            after=after,
+            oldest_first=order is ListOrder.OLDEST_FIRST,
+        )
 
     @strawberry.field(
         description="The events the session's committed turns kept as history, newest first."

@@ -258,9 +258,13 @@ async def list_turns(
     first: int,
     after: str | None,
     maximum: int = 100,
+    oldest_first: bool = False,
 ) -> Page[Turn]:
+    """A session's (or an agent's) turns by when they began, newest first unless
+    ``oldest_first``; a cursor is read in the order it was made in."""
     where = Turn.session_id == session_id if session_id else Turn.agent_id == agent_id
-    return await _time_page(db, Turn, "turn", where, first, after, maximum)
+    kind = "turn-oldest" if oldest_first else "turn"
+    return await _time_page(db, Turn, kind, where, first, after, maximum, oldest_first=oldest_first)
 
 
 async def turn_memories(

@@ -556,3 +556,34 @@ async def test_labels_round_trip_from_an_output_to_an_input(api: Api) -> None:
     copy = await s.add_id(again, "Banks at Baixa, again", labels=current["labelList"])
     await s.commit(again)
     assert (await api.ok(query, id=copy))["agentMemory"]["current"] == current
+
+
+async def test_a_sessions_turns_read_newest_or_oldest_first_a_page_at_a_time(api: Api) -> None:
+    """A trace reads a session's turns as its conversation went (OLDEST_FIRST); each
+    order pages with its own cursors."""
+    query = """query($id: UUID!, $order: ListOrder!, $after: String) {
+      session(id: $id) { turns(first: 2, order: $order, after: $after) {
+        totalCount pageInfo { hasNextPage endCursor } edges { node { number } } } } }"""
+    s = Scenario(api)
+    await s.agent(memory_config())
+    session = await s.session()
+    for _ in range(3):
+        await s.commit(await s.turn(session))
+
+    async def numbers(order: str) -> list[int]:
+        seen: list[int] = []
+        after = None
+        while True:
+            page = (await api.ok(query, id=session, order=order, after=after))["session"]["turns"]
+            assert page["totalCount"] == 3
+            seen += [e["node"]["number"] for e in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                return seen
+            after = page["pageInfo"]["endCursor"]
+
+    assert await numbers("OLDEST_FIRST") == [1, 2, 3]
+    assert await numbers("NEWEST_FIRST") == [3, 2, 1]
+    newest = await api.ok(query, id=session, order="NEWEST_FIRST")
+    cursor = newest["session"]["turns"]["pageInfo"]["endCursor"]
+    _, extensions = await api.error(query, id=session, order="OLDEST_FIRST", after=cursor)
+    assert extensions == {"code": "BAD_INPUT", "field": "after"}

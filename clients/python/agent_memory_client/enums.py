@@ -40,6 +40,11 @@ class InvocationPurpose(str, Enum):
     EMBED = "EMBED"
 
 
+class ListOrder(str, Enum):
+    NEWEST_FIRST = "NEWEST_FIRST"
+    OLDEST_FIRST = "OLDEST_FIRST"
+
+
 class MemoryDecisionAction(str, Enum):
     ADD = "ADD"
     REPLACE = "REPLACE"

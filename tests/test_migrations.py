@@ -193,8 +193,9 @@ INSERT INTO agents (id, namespace, name, sessionless) VALUES (:a, 'mig', 'a', fa
 INSERT INTO agent_versions (id, agent_id, number, config) VALUES (:v, :a, 1, '{}');
 INSERT INTO turns (id, agent_id, agent_version_id, number, attempt, status, preview)
   VALUES (:t, :a, :v, 1, 1, 'committed', false);
-INSERT INTO executions (id, agent_id, turn_id, kind, name, status, output)
+INSERT INTO executions (id, agent_id, turn_id, kind, name, status, input, output)
   VALUES (:e, :a, :t, 'tool', 'memory_review', 'succeeded',
+          '{"after_turn": 0, "through_turn": 1, "messages": 2}',
           '{"decisions": [{"candidate": 0, "record": "r1", "action": "ADD"}], "memories": []}');
 INSERT INTO transcript_events (id, agent_id, turn_id, sequence, type, payload) VALUES
   (gen_random_uuid(), :a, :t, 1, 'usage',
@@ -211,9 +212,9 @@ INSERT INTO idempotency_keys (id, caller, operation, key, request_hash, result)
 def _payloads(engine: Engine) -> tuple[Any, ...]:
     with engine.connect() as conn:
         events = dict(conn.execute(text("SELECT type, payload FROM transcript_events")).all())
-        output = conn.execute(text("SELECT output FROM executions")).scalar_one()
+        given, output = conn.execute(text("SELECT input, output FROM executions")).one()
         kept = conn.execute(text("SELECT result FROM idempotency_keys")).scalar_one()
-    return events["usage"], events["memory.pinned"], output["decisions"], kept["decisions"]
+    return events["usage"], events["memory.pinned"], output["decisions"], kept["decisions"], given
 
 
 def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_them(
@@ -229,12 +230,13 @@ def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_
             conn.execute(text(statement), ids)
     before = _payloads(fresh_engine)
     migrate.upgrade(fresh_url)
-    usage, pinned, decisions, kept = _payloads(fresh_engine)
+    usage, pinned, decisions, kept, given = _payloads(fresh_engine)
     assert usage == {"purpose": "EMBED", "invocationId": "i1", "inputTokens": 3, "counted": False}
     assert pinned["versions"] == [{"recordId": "r1", "versionId": "v1"}]
     assert pinned["omitted"] == [{"recordId": "r2", "versionId": "v2"}]
     assert pinned["lines"] == ["x"]
     assert decisions == [{"candidate": 0, "recordId": "r1", "action": "ADD"}]
     assert kept == [{"candidate": 0, "recordId": None}]
+    assert given == {"afterTurn": 0, "throughTurn": 1, "messages": 2}
     migrate.downgrade(fresh_url, "0008")
     assert _payloads(fresh_engine) == before

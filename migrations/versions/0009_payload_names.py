@@ -4,7 +4,8 @@ The JSON a client reads (transcript payloads, execution outputs, and the results
 for idempotency keys) now reads as the GraphQL types do: a usage event's purpose is
 EMBED (the InvocationPurpose value, not the stored "embed") and its invocation is
 invocationId; a memory.pinned event names recordId and versionId (as PinnedMemory
-does); a memory review's decisions name recordId (as MemoryDecisionOutcome does).
+does); a memory review's decisions name recordId (as MemoryDecisionOutcome does), and
+its input afterTurn and throughTurn (as MemoryReview does).
 Rows written before are rewritten; downgrade writes them back.
 
 Revision ID: 0009
@@ -64,6 +65,12 @@ def _rewrite(*, purpose: str, names: tuple[str, str], pins: tuple[str, str]) -> 
         f"UPDATE executions SET output = jsonb_set(output, '{{decisions}}', {decisions}) "
         "WHERE name = 'memory_review' AND jsonb_typeof(output -> 'decisions') = 'array'"
     )
+    turns = (("after_turn", "afterTurn"), ("through_turn", "throughTurn"))
+    for old, new in turns if new_record == "recordId" else [(b, a) for a, b in turns]:
+        op.execute(
+            f"UPDATE executions SET input = {_renamed('input', old, new)} "
+            "WHERE name = 'memory_review' AND jsonb_typeof(input) = 'object'"
+        )
     kept = _each_renamed("result -> 'decisions'", old_record, new_record)
     op.execute(
         f"UPDATE idempotency_keys SET result = jsonb_set(result, '{{decisions}}', {kept}) "

@@ -251,5 +251,6 @@ async def _start(db: AsyncSession, scope: TurnScope, *, after: int, messages: in
         kind="tool",
         name=REVIEW_TOOL,
         parent_id=scope.caller.id,
-        input={"after_turn": after, "through_turn": scope.turn.number, "messages": messages},
+        # named as the MemoryReview type names them
+        input={"afterTurn": after, "throughTurn": scope.turn.number, "messages": messages},
     )

@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 AGENT_MEMORY_DEV ?= 1
 
-.PHONY: install run test check fmt schema schema-check client codegen-tools browser bench clean
+.PHONY: install run test check fmt schema schema-check client codegen-tools browser screenshots bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
 	  || echo "chromium is missing and cannot be installed here: tests/browser will be skipped"
+
+# the dashboard's screenshots in docs/screenshots, taken by the browser tests
+screenshots: install codegen-tools browser
+	AGENT_MEMORY_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/browser -q
 
 run: install
 	AGENT_MEMORY_DEV=$(AGENT_MEMORY_DEV) $(VENV)/bin/agent-memory serve

@@ -266,7 +266,7 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
     assert usage["inputTokens"] > 0 and usage["model"] == "all-MiniLM-L6-v2"
     transcript = (await api.ok(TRANSCRIPT, id=turn["turn"]["id"]))["turn"]["transcript"]
     assert [t["type"] for t in transcript[-2:]] == ["USAGE", "TOOL_RESULT"]
-    assert transcript[-2]["payload"]["purpose"] == "embed"
+    assert transcript[-2]["payload"]["purpose"] == "EMBED"
     assert transcript[-2]["payload"]["counted"] is False
     assert {t["execution"]["id"] for t in transcript[-2:]} == {execution["id"]}
     async with api.database.session() as db:

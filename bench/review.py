@@ -146,14 +146,14 @@ async def threshold(paths: list[Path], model: Any) -> dict[str, Any]:
     return figures
 
 
-BEGIN_REVIEW = """mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) {
+BEGIN_REVIEW = """mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) {
   due review { id execution { id } } } }"""
-COMPARE = """mutation($r: UUID!, $c: [MemoryCandidateInput!]!) {
+COMPARE = """mutation($r: ID!, $c: [MemoryCandidateInput!]!) {
   compareMemoryCandidates(input: {reviewId: $r, candidates: $c}) {
     candidates { restates { similarity } similar { version { recordId summary } } } } }"""
-INVOKE = """mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,
+INVOKE = """mutation($e: ID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,
   model: "scripted"}) { invocation { id } } }"""
-APPLY = """mutation($r: UUID!, $d: [MemoryDecisionInput!]!) {
+APPLY = """mutation($r: ID!, $d: [MemoryDecisionInput!]!) {
   applyMemoryReview(input: {reviewId: $r, decisions: $d}) {
     decisions { summary applied memories { recordId } } } }"""
 # Without history: a turn's commit then costs the same with and without the review.

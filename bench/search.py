@@ -46,7 +46,7 @@ from server.storage.candidates import EXACT_BELOW
 from server.storage.hybrid_run import scan_settings
 
 SEARCH = """
-mutation($turn: UUID!, $q: String!) {
+mutation($turn: ID!, $q: String!) {
   searchMemory(input: {turnId: $turn, query: $q, limit: 10}) {
     results { score version { id summary } }
   }

@@ -39,31 +39,31 @@ CONFIG: dict[str, Any] = {
     }
 }
 
-_BEGIN = """mutation($s: UUID!, $retry: UUID, $preview: Boolean! = false) {
+_BEGIN = """mutation($s: ID!, $retry: ID, $preview: Boolean! = false) {
   beginTurn(input: {sessionId: $s, retryOf: $retry, preview: $preview}) {
     turn { id number } execution { id } } }"""
-_EVENTS = """mutation($t: UUID!, $e: [ConversationEventInput!]!) {
+_EVENTS = """mutation($t: ID!, $e: [ConversationEventInput!]!) {
   recordEvents(input: {turnId: $t, events: $e}) { events { sequence } } }"""
-_RECALL = """mutation($t: UUID!, $q: String!) {
+_RECALL = """mutation($t: ID!, $q: String!) {
   recall(input: {turnId: $t, query: $q}) { recorded } }"""
-_ADD = """mutation($t: UUID!, $summary: String!, $kind: String!, $replaces: UUID,
+_ADD = """mutation($t: ID!, $summary: String!, $kind: String!, $replaces: ID,
                    $labels: [LabelInput!], $scope: Scope) {
   addMemory(input: {turnId: $t, summary: $summary, kind: $kind, replaces: $replaces,
                     labels: $labels, scope: $scope}) { memories { recordId } } }"""
-_DELETE = """mutation($t: UUID!, $r: UUID!) {
+_DELETE = """mutation($t: ID!, $r: ID!) {
   deleteMemory(input: {turnId: $t, id: $r}) { memories { status } } }"""
-_HISTORY = """mutation($t: UUID!, $q: String!) {
+_HISTORY = """mutation($t: ID!, $q: String!) {
   searchHistory(input: {turnId: $t, query: $q, limit: 3}) { results { eventId } } }"""
-_INVOKE = """mutation($e: UUID!, $purpose: InvocationPurpose!, $i: Int!, $o: Int!) {
+_INVOKE = """mutation($e: ID!, $purpose: InvocationPurpose!, $i: Int!, $o: Int!) {
   recordInvocation(input: {executionId: $e, purpose: $purpose, model: "bench-model",
                            inputTokens: $i, outputTokens: $o}) { invocation { id } } }"""
-_REVIEW = """mutation($t: UUID!) {
+_REVIEW = """mutation($t: ID!) {
   beginMemoryReview(input: {turnId: $t}) { due review { id execution { id } } } }"""
-_APPLY = """mutation($r: UUID!, $summary: String!) {
+_APPLY = """mutation($r: ID!, $summary: String!) {
   applyMemoryReview(input: {reviewId: $r, decisions: [
     {candidate: {summary: $summary, kind: "fact"}, action: ADD}]}) { decisions { applied } } }"""
-_COMMIT = "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { turn { status } } }"
-_FAIL = """mutation($t: UUID!) {
+_COMMIT = "mutation($t: ID!) { commitTurn(input: {turnId: $t}) { turn { status } } }"
+_FAIL = """mutation($t: ID!) {
   failTurn(input: {turnId: $t, error: "the model timed out"}) { turn { status } } }"""
 
 
@@ -194,14 +194,14 @@ async def _run(quick: bool) -> dict[str, Any]:
                 )
             )["createAgent"]["agent"]["id"]
             await api(
-                "mutation($a: UUID!, $c: JSON!) { publishAgentVersion(input: {agentId: $a, "
+                "mutation($a: ID!, $c: JSON!) { publishAgentVersion(input: {agentId: $a, "
                 "config: $c}) { agentVersion { id } } }",
                 a=agent,
                 c=CONFIG,
             )
             session = (
                 await api(
-                    "mutation($a: UUID!) { createSession(input: {agentId: $a, "
+                    "mutation($a: ID!) { createSession(input: {agentId: $a, "
                     'externalId: "trace"}) { session { id } } }',
                     a=agent,
                 )

@@ -31,7 +31,7 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
         )
     if original is None or (isinstance(original, GraphQLError) and error.path is None):
         # syntax errors (the parser's message and location), validation errors, and
-        # variables that do not coerce to their declared types (a malformed UUID, an
+        # variables that do not coerce to their declared types (a number for a string, an
         # unknown enum value): the client's query is at fault, and the message names
         # only the client's own input
         extensions = dict(error.extensions or {})

@@ -94,13 +94,6 @@ def _which(ids: Sequence[uuid.UUID]) -> CompoundSelect[Any]:
     return union_all(*parts)
 
 
-def _parse(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
-
-
 async def _kinds(context: Context, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
     if not ids:
         return {}
@@ -108,19 +101,15 @@ async def _kinds(context: Context, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, 
     return {row.id: row.kind for row in rows}
 
 
-async def _object(context: Context, raw: str, id_: uuid.UUID | None, kind: str | None) -> Any:
-    if id_ is None:
-        raise BadInputError(f"not a global id: {raw!r}", field="id")
+async def _object(context: Context, id_: uuid.UUID, kind: str | None) -> Any:
     found = None if kind is None else await _TABLES[kind][1](context, id_)
     if found is None:
         raise NotFoundError(f"no object with id {id_}")
     return found
 
 
-async def _checked_object(
-    context: Context, raw: str, id_: uuid.UUID | None, kind: str | None
-) -> Any:
-    return await checked(context, await _object(context, raw, id_, kind))
+async def _checked_object(context: Context, id_: uuid.UUID, kind: str | None) -> Any:
+    return await checked(context, await _object(context, id_, kind))
 
 
 @strawberry.type
@@ -128,28 +117,27 @@ class NodeQuery:
     @strawberry.field(
         description="Any object with a global id, by that id. Null for an unknown id "
         "(NOT_FOUND) and for one the caller may not read (FORBIDDEN), as the typed lookups "
-        "answer."
+        "answer; a malformed id is BAD_INPUT."
     )
     async def node(
         self,
         info: Info,
-        id: Annotated[strawberry.ID, strawberry.argument(description="The object's id.")],
+        id: Annotated[uuid.UUID, strawberry.argument(description="The object's id.")],
     ) -> Node | None:
-        id_ = _parse(id)
-        kinds = await _kinds(info.context, [id_] if id_ is not None else [])
-        kind = kinds.get(id_) if id_ is not None else None
-        return cast(Node, await _object(info.context, id, id_, kind))
+        kinds = await _kinds(info.context, [id])
+        return cast(Node, await _object(info.context, id, kinds.get(id)))
 
     @strawberry.field(
         description="Objects by their global ids, in the order asked. Each id the caller "
         "may not read, or that names nothing, is null with its own error (FORBIDDEN, "
-        "NOT_FOUND); the others are read as node reads them."
+        "NOT_FOUND); the others are read as node reads them. A malformed id is BAD_INPUT "
+        "for the whole list."
     )
     async def nodes(
         self,
         info: Info,
         ids: Annotated[
-            list[strawberry.ID],
+            list[uuid.UUID],
             strawberry.argument(description="The objects' ids, at most the page size."),
         ],
     ) -> list[Node | None]:
@@ -157,14 +145,10 @@ class NodeQuery:
         maximum = context.settings.max_page_size
         if len(ids) > maximum:
             raise BadInputError(f"at most {maximum} ids", field="ids")
-        parsed = [_parse(i) for i in ids]
-        kinds = await _kinds(context, [p for p in parsed if p is not None])
+        kinds = await _kinds(context, ids)
         # one awaitable per id: each is checked, and fails, on its own (its error has
         # the item's path)
-        items = [
-            _checked_object(context, raw, p, kinds.get(p) if p is not None else None)
-            for raw, p in zip(ids, parsed, strict=True)
-        ]
+        items = [_checked_object(context, i, kinds.get(i)) for i in ids]
         return cast("list[Node | None]", items)
 
 

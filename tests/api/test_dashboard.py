@@ -16,11 +16,11 @@ from tests.conftest import Api
 LABELS = {"customer_id": {"number": 5, "description": "The customer the memory is about."}}
 
 AGENT_VERSIONS = """
-query($id: UUID!) {
+query($id: ID!) {
   agent(id: $id) { versions { number config } latestVersion { number } }
 }"""
 SESSIONS = """
-query($id: UUID!, $first: Int!, $after: String) {
+query($id: ID!, $first: Int!, $after: String) {
   agent(id: $id) {
     sessions(first: $first, after: $after) {
       edges { cursor node { id agent { id } } }
@@ -29,7 +29,7 @@ query($id: UUID!, $first: Int!, $after: String) {
   }
 }"""
 RECORD_PAGE = """
-query($id: UUID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
+query($id: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
   agent(id: $id) {
     memoryRecords(first: $first, after: $after, filter: $filter) {
       edges { cursor node { id status scope preview current { summary kind labels } } }
@@ -42,7 +42,7 @@ PROVENANCE = (
     "session { id } turn { id number }"
 )
 RECORD = f"""
-query($id: UUID!) {{
+query($id: ID!) {{
   agentMemory(id: $id) {{
     id status scope preview session {{ id }}
     current {{ number status summary content }}
@@ -52,7 +52,7 @@ query($id: UUID!) {{
   }}
 }}"""
 TURN = """
-query($id: UUID!) {
+query($id: ID!) {
   turn(id: $id) {
     number status
     executions { id kind name status parent { id } invocations { purpose model } }
@@ -61,7 +61,7 @@ query($id: UUID!) {
   }
 }"""
 STATEMENT_PAGE = """
-query($id: UUID!, $first: Int!) {
+query($id: ID!, $first: Int!) {
   agent(id: $id) {
     memoryRecords(first: $first) {
       edges { node {
@@ -137,7 +137,7 @@ async def test_page_size_is_required(api: Api) -> None:
     s = Scenario(api)
     agent = await s.agent(memory_config())
     _, ext = await api.error(
-        "query($id: UUID!) { agent(id: $id) { sessions { edges { cursor } } } }", id=agent
+        "query($id: ID!) { agent(id: $id) { sessions { edges { cursor } } } }", id=agent
     )
     assert ext["code"] == "GRAPHQL_VALIDATION_FAILED"
     page = (await api.ok(SESSIONS, id=agent, first=100))["agent"]["sessions"]
@@ -321,7 +321,7 @@ async def test_r25_written_by_names_every_link(api: Api) -> None:
     ]["invocation"]["id"]
     added = (
         await api.ok(
-            """mutation($turn: UUID!, $invocation: UUID!) {
+            """mutation($turn: ID!, $invocation: ID!) {
           addMemory(input: {turnId: $turn, summary: "The customer is on the gold plan",
                             invocationId: $invocation}) {
             execution { id } memories { recordId }
@@ -544,7 +544,7 @@ async def test_labels_round_trip_from_an_output_to_an_input(api: Api) -> None:
     first = await s.add_id(turn, "Banks at Baixa", labels={"customer_id": "C-42", "branch": "B"})
     await s.commit(turn)
     query = (
-        "query($id: UUID!) { agentMemory(id: $id) { current { labels labelList { name value } } } }"
+        "query($id: ID!) { agentMemory(id: $id) { current { labels labelList { name value } } } }"
     )
     current = (await api.ok(query, id=first))["agentMemory"]["current"]
     assert current["labels"] == {"customer_id": "C-42", "branch": "B"}
@@ -561,7 +561,7 @@ async def test_labels_round_trip_from_an_output_to_an_input(api: Api) -> None:
 async def test_a_sessions_turns_read_newest_or_oldest_first_a_page_at_a_time(api: Api) -> None:
     """A trace reads a session's turns as its conversation went (OLDEST_FIRST); each
     order pages with its own cursors."""
-    query = """query($id: UUID!, $order: ListOrder!, $after: String) {
+    query = """query($id: ID!, $order: ListOrder!, $after: String) {
       session(id: $id) { turns(first: 2, order: $order, after: $after) {
         totalCount pageInfo { hasNextPage endCursor } edges { node { number } } } } }"""
     s = Scenario(api)

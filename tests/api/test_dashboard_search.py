@@ -17,7 +17,7 @@ from tests.conftest import Api
 
 LABELS = {"customer_id": {"number": 5, "description": "The customer the memory is about."}}
 SEARCH = """
-query($agent: UUID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
+query($agent: ID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
   searchAgentMemory(agentId: $agent, query: $q, limit: $limit, kind: $kind, labels: $labels) {
     score cosine lexical
     version { summary kind status }
@@ -187,7 +187,7 @@ async def test_namespaces_lists_what_the_reader_may_browse(api: Api, memory: Mem
 
 
 EXPLAINED = """
-query($agent: UUID!, $q: String!, $limit: Int) {
+query($agent: ID!, $q: String!, $limit: Int) {
   searchAgentMemory(agentId: $agent, query: $q, limit: $limit) {
     score cosine lexical
     version { summary }
@@ -230,7 +230,7 @@ async def test_search_memory_results_have_no_explanation(api: Api) -> None:
     session = await s.session()
     await s.committed("The office opens at nine", session)
     turn = await s.turn(session)
-    query = """mutation($t: UUID!) { searchMemory(input: {turnId: $t, query: "office"}) {
+    query = """mutation($t: ID!) { searchMemory(input: {turnId: $t, query: "office"}) {
       results { score explanation { mode } } } }"""
     [hit] = (await api.ok(query, t=turn))["searchMemory"]["results"]
     assert hit["score"] > 0 and hit["explanation"] is None

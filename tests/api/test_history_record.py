@@ -11,7 +11,7 @@ from tests.api.history_scenario import RECORD, HistoryScenario, agent, history_c
 from tests.api.scenario import HELPER
 from tests.conftest import Api
 
-TRANSCRIPT = "query($id: UUID!) { turn(id: $id) { transcript { sequence type } } }"
+TRANSCRIPT = "query($id: ID!) { turn(id: $id) { transcript { sequence type } } }"
 
 
 async def _transcript(api: Api, turn: str) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ from tests.api.scenario import HELPER
 from tests.conftest import Api
 
 TRANSCRIPT = (
-    "query($id: UUID!) { turn(id: $id) { transcript { sequence type toolName payload "
+    "query($id: ID!) { turn(id: $id) { transcript { sequence type toolName payload "
     "execution { id } } } }"
 )
 

@@ -18,7 +18,7 @@ from tests.auth_helpers import bearer, codes, run_as
 from tests.conftest import Api
 
 AS_OF = """
-query($id: UUID!, $asOf: MemoryAsOf, $filter: MemoryRecordFilter, $first: Int! = 50,
+query($id: ID!, $asOf: MemoryAsOf, $filter: MemoryRecordFilter, $first: Int! = 50,
       $after: String) {
   agent(id: $id) {
     memoryRecords(first: $first, after: $after, asOf: $asOf, filter: $filter) {
@@ -35,7 +35,7 @@ query($id: UUID!, $asOf: MemoryAsOf, $filter: MemoryRecordFilter, $first: Int! =
   }
 }"""
 NOW = """
-query($id: UUID!) {
+query($id: ID!) {
   agent(id: $id) { memoryRecords(first: 50) { edges { node { id status current { number } } } } }
 }"""
 

@@ -13,7 +13,7 @@ from tests.api.scenario import FAIL, MEMORY, memory_record, records, turn_view
 from tests.auth_helpers import bearer, codes, run_as
 from tests.conftest import Api
 
-EXECUTION_OUTPUT = "query($t: UUID!) { turn(id: $t) { executions { id output } } }"
+EXECUTION_OUTPUT = "query($t: ID!) { turn(id: $t) { executions { id output } } }"
 
 
 def config(every: Any = None, **memory: Any) -> dict[str, Any]:
@@ -304,7 +304,7 @@ async def test_a_review_applies_once_and_one_session_reviews_one_turn_at_a_time(
     assert (await s.begin_review(turn, key="b1")) == begun
     assert (await s.begin_review(turn))["review"]["id"] == review
     message, ext = await s.api.error(
-        "mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=other
+        "mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=other
     )
     assert ext["code"] == "CONFLICT" and "reviewing" in message
     await s.invoke(begun)
@@ -324,7 +324,7 @@ async def test_a_review_needs_memory_and_its_model_call(api: Api) -> None:
     await s.agent(config(enabled=False))
     turn = await s.turn(await s.session())
     _, ext = await s.api.error(
-        "mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=turn
+        "mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=turn
     )
     assert ext["code"] == "NOT_ALLOWED"
     s, session = await _world(api)

@@ -25,8 +25,8 @@ from tests.api.scenario import HELPER, Scenario, label_list, memory_config, turn
 from tests.conftest import Api
 
 SEARCH = """
-mutation($turn: UUID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: [UUID!],
-         $limit: Int, $after: String, $execution: UUID, $invocation: UUID, $key: String) {
+mutation($turn: ID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: [ID!],
+         $limit: Int, $after: String, $execution: ID, $invocation: ID, $key: String) {
   searchMemory(input: {turnId: $turn, query: $q, kind: $kind, labels: $labels, ids: $ids,
                        limit: $limit, after: $after, executionId: $execution,
                        invocationId: $invocation, idempotencyKey: $key}) {
@@ -71,7 +71,7 @@ NOTES = [
 # Shares no word with NOTES[0] (the tomato plants), close to it in meaning.
 MEANING_ONLY = "irrigating crops daily"
 DELETE = """
-mutation($turn: UUID!, $id: UUID!) {
+mutation($turn: ID!, $id: ID!) {
   deleteMemory(input: {turnId: $turn, id: $id}) { execution { id } }
 }"""
 
@@ -86,7 +86,7 @@ def search_config(**search: Any) -> dict[str, Any]:
 
 
 BEGIN_VERSION = """
-mutation($session: UUID!, $version: UUID) {
+mutation($session: ID!, $version: ID) {
   beginTurn(input: {sessionId: $session, agentVersionId: $version}) {
     turn { id } execution { id }
   }
@@ -424,7 +424,7 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
     turn, execution = begun["turn"]["id"], begun["execution"]["id"]
     invocation = (
         await api.ok(
-            "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
+            "mutation($e: ID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
             ' model: "m"}) { invocation { id } } }',
             e=execution,
         )

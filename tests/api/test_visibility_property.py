@@ -53,7 +53,7 @@ SESSIONLESS_CONFIGS = ((("agent",), ("agent",)),)
 SCOPE_SETS = (("session",), ("agent",), ("session", "agent"))
 
 BEGIN_VERSION = """
-mutation($session: UUID, $agent: UUID, $version: UUID!, $preview: Boolean!) {
+mutation($session: ID, $agent: ID, $version: ID!, $preview: Boolean!) {
   beginTurn(input: {sessionId: $session, agentId: $agent, agentVersionId: $version,
                     preview: $preview}) {
     turn { id preview }
@@ -63,7 +63,7 @@ mutation($session: UUID, $agent: UUID, $version: UUID!, $preview: Boolean!) {
 # Weighted: most steps write, so that each example holds records in many states.
 ACTIONS = ("begin", "add", "add", "add", "add", "delete", "delete", "end")
 AGENT_MEMORY = """
-query($id: UUID!) { agentMemory(id: $id) { id status preview scope } }"""
+query($id: ID!) { agentMemory(id: $id) { id status preview scope } }"""
 
 
 @dataclass

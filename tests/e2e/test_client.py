@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 
 import agent_memory_client_async as aio
 import pytest
@@ -152,10 +151,10 @@ async def test_dashboard_reads_with_the_async_client(
 
         agent = (await api.agent_memory_records(seeded.agent_id, 50)).agent
         assert agent is not None  # a lookup that fails is null, its error raised
-        records = {uuid.UUID(e.node.id): e.node for e in agent.memory_records.edges}
+        records = {e.node.id: e.node for e in agent.memory_records.edges}
         old = records[seeded.replaced_id]
         assert old.status is aio.MemoryStatus.SUPERSEDED
-        assert old.replaced_by is not None and uuid.UUID(old.replaced_by.id) == seeded.correction_id
+        assert old.replaced_by is not None and old.replaced_by.id == seeded.correction_id
         assert [(v.number, v.status) for v in old.versions] == [
             (1, aio.MemoryStatus.ACTIVE),
             (2, aio.MemoryStatus.SUPERSEDED),
@@ -167,7 +166,7 @@ async def test_dashboard_reads_with_the_async_client(
 
         detail = (await api.memory_record_detail(seeded.correction_id)).agent_memory
         assert detail is not None
-        assert detail.replaces is not None and uuid.UUID(detail.replaces.id) == seeded.replaced_id
+        assert detail.replaces is not None and detail.replaces.id == seeded.replaced_id
         assert detail.versions[0].written_by.session is not None
         assert detail.versions[0].written_by.session.external_id == "chat-1"
 

@@ -52,7 +52,7 @@ LEAKS = (
 )
 
 RECORD = """
-query($id: UUID!) {
+query($id: ID!) {
   agentMemory(id: $id) { id status scope current { summary kind } }
 }"""
 
@@ -160,10 +160,11 @@ async def test_errors_over_http_carry_a_code(client: httpx.AsyncClient) -> None:
     """A malformed variable, a garbage cursor and an unknown field each come back as a
     typed error naming only the client's input."""
     bad_uuid = await _error(
-        client, "query($id: UUID!) { agentMemory(id: $id) { id } }", id="not-a-uuid"
+        client, "query($id: ID!) { agentMemory(id: $id) { id } }", id="not-a-uuid"
     )
-    assert bad_uuid["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
-    assert "UUID" in bad_uuid["message"]
+    # an id is read before the field runs: BAD_INPUT naming the argument, the field null
+    assert bad_uuid["extensions"] == {"code": "BAD_INPUT", "field": "id"}
+    assert "not an id" in bad_uuid["message"] and bad_uuid["path"] == ["agentMemory"]
     bad_cursor = await _error(
         client,
         'query($after: String) { agents(namespace: "x", first: 5, after: $after) '
@@ -213,13 +214,13 @@ async def test_internal_error_is_masked(
         assert health.status_code == 503
         assert health.json() == {"database": False, "model": True}
         body = await _post(
-            client, "query($id: UUID!) { agentMemory(id: $id) { id } }", id=str(uuid.uuid4())
+            client, "query($id: ID!) { agentMemory(id: $id) { id } }", id=str(uuid.uuid4())
         )
     assert body["data"] == {"agentMemory": None}  # a lookup that fails nulls its field
     assert body["errors"] == [
         {
             "message": "Internal server error.",
-            "locations": [{"line": 1, "column": 21}],
+            "locations": [{"line": 1, "column": 19}],
             "path": ["agentMemory"],
             "extensions": {"code": "INTERNAL"},
         }

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -35,8 +34,8 @@ class ApplyMemoryReviewApplyMemoryReviewDecisions(BaseModel):
     summary: str
     action: MemoryDecisionAction
     applied: MemoryDecisionAction
-    record_id: Optional[UUID] = Field(alias="recordId")
-    restates: Optional[UUID]
+    record_id: Optional[str] = Field(alias="recordId")
+    restates: Optional[str]
     similarity: Optional[float]
 
 

@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -25,8 +23,8 @@ class BeginTurnBeginTurnExecution(BaseModel):
 
 
 class BeginTurnBeginTurnPinned(BaseModel):
-    record_id: UUID = Field(alias="recordId")
-    version_id: UUID = Field(alias="versionId")
+    record_id: str = Field(alias="recordId")
+    version_id: str = Field(alias="versionId")
     summary: str
     line: str
 

@@ -1,5 +1,4 @@
 from typing import Any, Optional, Union
-from uuid import UUID
 
 from .add_memory import AddMemory
 from .agent_memory_records import AgentMemoryRecords
@@ -154,14 +153,14 @@ class Client(BaseClient):
 
     def agent_memory_records(
         self,
-        agent_id: UUID,
+        agent_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         filter_: Union[Optional[MemoryRecordFilter], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentMemoryRecords:
         query = gql("""
-            query AgentMemoryRecords($agentId: UUID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
+            query AgentMemoryRecords($agentId: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
               agent(id: $agentId) {
                 id
                 namespace
@@ -241,9 +240,9 @@ class Client(BaseClient):
         data = self.get_data(response)
         return AgentMemoryRecords.model_validate(data)
 
-    def memory_record_detail(self, id: UUID, **kwargs: Any) -> MemoryRecordDetail:
+    def memory_record_detail(self, id: str, **kwargs: Any) -> MemoryRecordDetail:
         query = gql("""
-            query MemoryRecordDetail($id: UUID!) {
+            query MemoryRecordDetail($id: ID!) {
               agentMemory(id: $id) {
                 id
                 scope
@@ -313,13 +312,13 @@ class Client(BaseClient):
 
     def agent_sessions(
         self,
-        agent_id: UUID,
+        agent_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentSessions:
         query = gql("""
-            query AgentSessions($agentId: UUID!, $first: Int!, $after: String) {
+            query AgentSessions($agentId: ID!, $first: Int!, $after: String) {
               agent(id: $agentId) {
                 id
                 sessions(first: $first, after: $after) {
@@ -354,13 +353,13 @@ class Client(BaseClient):
 
     def session_turns(
         self,
-        session_id: UUID,
+        session_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> SessionTurns:
         query = gql("""
-            query SessionTurns($sessionId: UUID!, $first: Int!, $after: String) {
+            query SessionTurns($sessionId: ID!, $first: Int!, $after: String) {
               session(id: $sessionId) {
                 id
                 externalId
@@ -414,7 +413,7 @@ class Client(BaseClient):
 
     def search_agent_memory(
         self,
-        agent_id: UUID,
+        agent_id: str,
         query: str,
         limit: Union[Optional[int], UnsetType] = UNSET,
         kind: Union[Optional[str], UnsetType] = UNSET,
@@ -422,7 +421,7 @@ class Client(BaseClient):
         **kwargs: Any,
     ) -> SearchAgentMemory:
         _query = gql("""
-            query SearchAgentMemory($agentId: UUID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
+            query SearchAgentMemory($agentId: ID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
               searchAgentMemory(
                 agentId: $agentId
                 query: $query

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -10,7 +9,7 @@ from .enums import MemoryStatus, Scope, TurnStatus
 
 class MemoryVersionFields(BaseModel):
     id: str
-    record_id: UUID = Field(alias="recordId")
+    record_id: str = Field(alias="recordId")
     number: int
     status: MemoryStatus
     summary: str

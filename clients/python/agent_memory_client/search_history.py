@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -21,7 +20,7 @@ class SearchHistorySearchHistoryExecution(BaseModel):
 
 
 class SearchHistorySearchHistoryResults(BaseModel):
-    event_id: UUID = Field(alias="eventId")
+    event_id: str = Field(alias="eventId")
     turn: int
     role: HistoryRole
     tool_name: Optional[str] = Field(alias="toolName")

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -18,7 +17,7 @@ from .enums import (
 class AddMemoryInput(BaseModel):
     """The add_memory tool's arguments: a record to save."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
     summary: str
     "One line the agent can act on, not blank."
@@ -32,11 +31,11 @@ class AddMemoryInput(BaseModel):
     "AGENT only where the agent writes agent scope (harness.memory.scope.write); null or omitted: SESSION where it writes session scope, else AGENT."
     pinned: Optional[bool] = None
     "Pin the record: every later turn's instructions list its summary. Needs pinning enabled (harness.memory.pinned) and room in its token budget. Null or omitted: false."
-    replaces: Optional[UUID] = None
+    replaces: Optional[str] = None
     "A record the new one corrects: that record becomes SUPERSEDED, and its replacedBy names the new one; null: none."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -45,11 +44,11 @@ class AddMemoryInput(BaseModel):
 class ApplyMemoryReviewInput(BaseModel):
     """Apply a review's decisions, all or none."""
 
-    review_id: UUID = Field(alias="reviewId")
+    review_id: str = Field(alias="reviewId")
     "The review, from beginMemoryReview."
     decisions: list["MemoryDecisionInput"]
     "One per candidate; an empty list keeps nothing and closes the review."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The review's model call (purpose MEMORY) the decisions come from; default: the latest recorded on the review's execution."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -58,7 +57,7 @@ class ApplyMemoryReviewInput(BaseModel):
 class BeginMemoryReviewInput(BaseModel):
     """Start the review of an open turn's conversation."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn that is ending."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -67,17 +66,17 @@ class BeginMemoryReviewInput(BaseModel):
 class BeginTurnInput(BaseModel):
     """A turn to open."""
 
-    session_id: Optional[UUID] = Field(alias="sessionId", default=None)
+    session_id: Optional[str] = Field(alias="sessionId", default=None)
     "The session the turn belongs to; give it, or agentId for an agent without sessions."
-    agent_id: Optional[UUID] = Field(alias="agentId", default=None)
+    agent_id: Optional[str] = Field(alias="agentId", default=None)
     "The agent, for an agent without sessions."
-    agent_version_id: Optional[UUID] = Field(alias="agentVersionId", default=None)
+    agent_version_id: Optional[str] = Field(alias="agentVersionId", default=None)
     "The version of the configuration to run; null or omitted: the latest."
     preview: Optional[bool] = None
     "Run the turn in preview mode: the records it writes are preview records, which live turns never recall, search, read or delete. Null or omitted: false."
-    replay_of: Optional[UUID] = Field(alias="replayOf", default=None)
+    replay_of: Optional[str] = Field(alias="replayOf", default=None)
     "An earlier turn of the session to replay: the new turn takes its number; null: a new turn."
-    retry_of: Optional[UUID] = Field(alias="retryOf", default=None)
+    retry_of: Optional[str] = Field(alias="retryOf", default=None)
     "A failed turn to retry: the new turn keeps its number, as its next attempt; null: a new turn."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -86,7 +85,7 @@ class BeginTurnInput(BaseModel):
 class CommitTurnInput(BaseModel):
     """The turn to commit."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -95,7 +94,7 @@ class CommitTurnInput(BaseModel):
 class CompareMemoryCandidatesInput(BaseModel):
     """Find the memories most like each candidate."""
 
-    review_id: UUID = Field(alias="reviewId")
+    review_id: str = Field(alias="reviewId")
     "The review, from beginMemoryReview."
     candidates: list["MemoryCandidateInput"]
     "The candidates."
@@ -118,7 +117,7 @@ class ConversationEventInput(BaseModel):
     "AGENT_MESSAGE: the tool calls the reply made."
     tool_call_id: Optional[str] = Field(alias="toolCallId", default=None)
     "TOOL_RESULT, TOOL_ERROR: the call answered."
-    tool_execution_id: Optional[UUID] = Field(alias="toolExecutionId", default=None)
+    tool_execution_id: Optional[str] = Field(alias="toolExecutionId", default=None)
     "TOOL_RESULT, TOOL_ERROR of a native tool call: the execution the server recorded for it; its output is the result, so text is left out."
 
 
@@ -136,7 +135,7 @@ class CreateAgentInput(BaseModel):
 class CreateSessionInput(BaseModel):
     """A new session of an agent."""
 
-    agent_id: UUID = Field(alias="agentId")
+    agent_id: str = Field(alias="agentId")
     "The agent; it must have sessions."
     external_id: Optional[str] = Field(alias="externalId", default=None)
     "The caller's own id for the session; null: none."
@@ -145,20 +144,20 @@ class CreateSessionInput(BaseModel):
 class DeleteAgentMemoryInput(BaseModel):
     """The memory record to delete."""
 
-    id: UUID
+    id: str
     "The record's id."
 
 
 class DeleteMemoryInput(BaseModel):
     """The delete_memory tool's arguments: the record to delete."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
-    id: UUID
+    id: str
     "The memory record's id."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -167,7 +166,7 @@ class DeleteMemoryInput(BaseModel):
 class FailTurnInput(BaseModel):
     """The turn to end as failed."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn."
     error: Optional[str] = None
     "What went wrong, shown as the turn's error; null: none."
@@ -187,7 +186,7 @@ class LabelInput(BaseModel):
 class MemoryAsOf(BaseModel):
     """A moment of an agent's memory: a turn or a time, exactly one. The records that stood then, each as its version in force then (its status, text, kind and labels then), its versions up to that one."""
 
-    turn_id: Optional[UUID] = Field(alias="turnId", default=None)
+    turn_id: Optional[str] = Field(alias="turnId", default=None)
     "A turn of this agent: the memory as that turn could see it when it began (its session's records and the scopes its agent version reads, live or preview as the turn was), before anything it wrote. Needs SELECT on <namespace>.Session too; a turn of another agent is NOT_FOUND."
     time: Optional[datetime] = None
     "A time, with its UTC offset: the memory as this listing showed it then (every committed record of the agent)."
@@ -215,7 +214,7 @@ class MemoryDecisionInput(BaseModel):
     "The candidate decided on."
     action: MemoryDecisionAction
     "What to do with it."
-    record_id: Optional[UUID] = Field(alias="recordId", default=None)
+    record_id: Optional[str] = Field(alias="recordId", default=None)
     "The memory a REPLACE or DELETE names; none otherwise."
 
 
@@ -228,7 +227,7 @@ class MemoryRecordFilter(BaseModel):
     "Only records of this kind (their current version's)."
     scope: Optional[Scope] = None
     "Only records of this scope."
-    session_id: Optional[UUID] = Field(alias="sessionId", default=None)
+    session_id: Optional[str] = Field(alias="sessionId", default=None)
     "Only records this session wrote."
     preview: Optional[bool] = None
     "True: only preview records; false: only live ones."
@@ -239,7 +238,7 @@ class MemoryRecordFilter(BaseModel):
 class PublishAgentVersionInput(BaseModel):
     """A new version of an agent's configuration."""
 
-    agent_id: UUID = Field(alias="agentId")
+    agent_id: str = Field(alias="agentId")
     "The agent."
     config: Any
     'The version\'s configuration: {"harness": {"memory": ..., "history": ...}}; validated, and INVALID_CONFIG naming the bad field when it is not valid.'
@@ -250,13 +249,13 @@ class PublishAgentVersionInput(BaseModel):
 class ReadMemoryInput(BaseModel):
     """The read_memory tool's arguments: the record to read."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
-    id: UUID
+    id: str
     "The memory record's id."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -265,13 +264,13 @@ class ReadMemoryInput(BaseModel):
 class RecallInput(BaseModel):
     """What to recall records for."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
     query: str
     "The turn's current work: what to recall for, 1 to 2000 characters."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "Whose conversation the records are for: a helper's execution; null or omitted: the agent's own run of the turn."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call the recall is for, if recorded; null: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -280,11 +279,11 @@ class RecallInput(BaseModel):
 class RecordEventsInput(BaseModel):
     """Events of a turn's conversation to record."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn."
     events: list["ConversationEventInput"]
     "The events, in the order they happened."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "Whose conversation this is: a helper's execution; null or omitted: the turn's own."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -293,7 +292,7 @@ class RecordEventsInput(BaseModel):
 class RecordInvocationInput(BaseModel):
     """A model call to record."""
 
-    execution_id: UUID = Field(alias="executionId")
+    execution_id: str = Field(alias="executionId")
     "The execution of an open turn the call was made in."
     purpose: InvocationPurpose
     "What the call was for: TURN or MEMORY (EMBED is the server's own)."
@@ -308,7 +307,7 @@ class RecordInvocationInput(BaseModel):
 class RollbackTurnInput(BaseModel):
     """The turn to roll back."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -317,17 +316,17 @@ class RollbackTurnInput(BaseModel):
 class SearchHistoryInput(BaseModel):
     """The search_history tool's arguments: a query, or ids."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
     query: Optional[str] = None
     "The text to rank parts by; give it or ids."
-    ids: Optional[list[UUID]] = None
+    ids: Optional[list[str]] = None
     "Read these events whole instead of searching."
     limit: Optional[int] = None
     "At most this many results (default 5, at most 50)."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -336,7 +335,7 @@ class SearchHistoryInput(BaseModel):
 class SearchMemoryInput(BaseModel):
     """The search_memory tool's arguments."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
     query: Optional[str] = None
     "The text to rank records by, 1 to 2000 characters; null or omitted: list records newest first."
@@ -344,15 +343,15 @@ class SearchMemoryInput(BaseModel):
     "Only records of this kind."
     labels: Optional[list["LabelInput"]] = None
     "Only records with every one of these label values."
-    ids: Optional[list[UUID]] = None
+    ids: Optional[list[str]] = None
     "Only these records (read them by id)."
     limit: Optional[int] = None
     "How many results, 1 to 100; null or omitted: harness.memory.search.max_results (5 unless configured)."
     after: Optional[str] = None
     "Without a query: the nextCursor of the previous page."
-    execution_id: Optional[UUID] = Field(alias="executionId", default=None)
+    execution_id: Optional[str] = Field(alias="executionId", default=None)
     "The calling execution (a helper or program of the turn may call the tool); null or omitted: the turn's own."
-    invocation_id: Optional[UUID] = Field(alias="invocationId", default=None)
+    invocation_id: Optional[str] = Field(alias="invocationId", default=None)
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
@@ -361,13 +360,13 @@ class SearchMemoryInput(BaseModel):
 class StartExecutionInput(BaseModel):
     """A helper or program to record inside a turn."""
 
-    turn_id: UUID = Field(alias="turnId")
+    turn_id: str = Field(alias="turnId")
     "The open turn the call belongs to."
     kind: HelperKind
     "What it is."
     name: str
     "Its name, not blank."
-    parent_execution_id: Optional[UUID] = Field(alias="parentExecutionId", default=None)
+    parent_execution_id: Optional[str] = Field(alias="parentExecutionId", default=None)
     "The execution of the turn that starts it (not a native tool call); null or omitted: the turn's own."
 
 

@@ -13,21 +13,21 @@ export const AGENTS = `query Agents($ns: String!, $after: String) {
   }
 }`;
 
-export const AGENT = `query Agent($id: UUID!) {
+export const AGENT = `query Agent($id: ID!) {
   agent(id: $id) {
     id name namespace sessionless createdAt
     latestVersion { id number label createdAt effectiveMemoryConfig }
   }
 }`;
 
-export const RECENT_SESSIONS = `query RecentSessions($id: UUID!) {
+export const RECENT_SESSIONS = `query RecentSessions($id: ID!) {
   agent(id: $id) {
     id
     sessions(first: 5) { totalCount edges { node { id externalId createdAt } } }
   }
 }`;
 
-export const RECENT_MEMORY = `query RecentMemory($id: UUID!) {
+export const RECENT_MEMORY = `query RecentMemory($id: ID!) {
   agent(id: $id) {
     id
     memoryRecords(first: 5) {
@@ -37,7 +37,7 @@ export const RECENT_MEMORY = `query RecentMemory($id: UUID!) {
   }
 }`;
 
-export const SESSIONS = `query Sessions($id: UUID!, $after: String) {
+export const SESSIONS = `query Sessions($id: ID!, $after: String) {
   agent(id: $id) {
     id
     sessions(first: 25, after: $after) {
@@ -51,7 +51,7 @@ export const SESSIONS = `query Sessions($id: UUID!, $after: String) {
   }
 }`;
 
-export const SESSION = `query Session($id: UUID!, $after: String) {
+export const SESSION = `query Session($id: ID!, $after: String) {
   session(id: $id) {
     id externalId createdAt
     agent { id name namespace }
@@ -66,7 +66,7 @@ export const SESSION = `query Session($id: UUID!, $after: String) {
   }
 }`;
 
-export const TURN = `query Turn($id: UUID!) {
+export const TURN = `query Turn($id: ID!) {
   turn(id: $id) {
     id number attempt status preview error createdAt endedAt
     replayOf { id number } retryOf { id number }
@@ -85,14 +85,14 @@ export const TURN = `query Turn($id: UUID!) {
   }
 }`;
 
-export const WROTE = `query TurnWrote($id: UUID!) {
+export const WROTE = `query TurnWrote($id: ID!) {
   turn(id: $id) {
     id
     memories { id status scope preview current { number summary kind } }
   }
 }`;
 
-export const USES = `query TurnUses($id: UUID!) {
+export const USES = `query TurnUses($id: ID!) {
   turn(id: $id) {
     id
     executionsConnection(first: 50) {
@@ -108,7 +108,7 @@ export const USES = `query TurnUses($id: UUID!) {
   }
 }`;
 
-export const TRANSCRIPT = `query Transcript($id: UUID!, $after: String) {
+export const TRANSCRIPT = `query Transcript($id: ID!, $after: String) {
   turn(id: $id) {
     id
     transcriptConnection(first: 50, after: $after) {
@@ -119,7 +119,7 @@ export const TRANSCRIPT = `query Transcript($id: UUID!, $after: String) {
   }
 }`;
 
-export const RECORDS = `query Records($id: UUID!, $after: String, $filter: MemoryRecordFilter, $asOf: MemoryAsOf) {
+export const RECORDS = `query Records($id: ID!, $after: String, $filter: MemoryRecordFilter, $asOf: MemoryAsOf) {
   agent(id: $id) {
     id
     memoryRecords(first: 25, after: $after, filter: $filter, asOf: $asOf) {
@@ -134,11 +134,11 @@ export const RECORDS = `query Records($id: UUID!, $after: String, $filter: Memor
   }
 }`;
 
-export const AS_OF_TURN = `query AsOfTurn($id: UUID!) {
+export const AS_OF_TURN = `query AsOfTurn($id: ID!) {
   turn(id: $id) { id number createdAt preview session { id externalId } }
 }`;
 
-export const RECORD = `query Record($id: UUID!, $after: String) {
+export const RECORD = `query Record($id: ID!, $after: String) {
   agentMemory(id: $id) {
     id scope status preview pinned createdAt
     session { id externalId }
@@ -164,7 +164,7 @@ export const RECORD = `query Record($id: UUID!, $after: String) {
   }
 }`;
 
-export const SEARCH = `query Search($id: UUID!, $q: String!) {
+export const SEARCH = `query Search($id: ID!, $q: String!) {
   searchAgentMemory(agentId: $id, query: $q, limit: 20) {
     score cosine lexical
     version { id number summary kind createdAt labelList { name value } }
@@ -177,7 +177,7 @@ export const SEARCH = `query Search($id: UUID!, $q: String!) {
   }
 }`;
 
-export const CONFIG = `query Config($id: UUID!) {
+export const CONFIG = `query Config($id: ID!) {
   agent(id: $id) {
     id name namespace sessionless
     versions { id number label createdAt config effectiveMemoryConfig }

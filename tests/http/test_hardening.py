@@ -179,6 +179,18 @@ async def test_default_cost_limit_refuses_two_full_nested_pages(
     await _rejected(api, strict, COSTLY, ns=ns, n=100, m=100)
 
 
+async def test_a_variable_left_out_is_counted_at_its_default(
+    api: Api, strict: Settings, agent_id: str
+) -> None:
+    """`$n: Int = 100` sent without n resolves 100 nodes: it is counted so, and refused."""
+    ns = await _namespace_of(api, agent_id)
+    defaulted = COSTLY.replace("$n: Int!", "$n: Int = 100").replace("$m: Int!", "$m: Int = 100")
+    assert defaulted != COSTLY
+    message = await _rejected(api, strict, defaulted, ns=ns)
+    assert f"more than {strict.max_query_cost} fields" in message
+    await _passes(api, strict, defaulted, ns=ns, n=2, m=2)
+
+
 async def test_first_over_the_page_size_is_refused_before_sql(
     api: Api, strict: Settings, agent_id: str
 ) -> None:

@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	# the CPU build of torch first, so that sentence-transformers does not pull a CUDA one
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
+	# pyright's npm package, fetched once here rather than by the first test that needs it
+	$(VENV)/bin/pyright --version >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -14,6 +14,7 @@ from .compare_memory_candidates import CompareMemoryCandidates
 from .create_agent import CreateAgent
 from .create_session import CreateSession
 from .delete_memory import DeleteMemory
+from .enums import ListOrder
 from .input_types import (
     AddMemoryInput,
     ApplyMemoryReviewInput,
@@ -25,6 +26,7 @@ from .input_types import (
     CreateSessionInput,
     DeleteMemoryInput,
     LabelInput,
+    MemoryAsOf,
     MemoryRecordFilter,
     PublishAgentVersionInput,
     ReadMemoryInput,
@@ -47,6 +49,7 @@ from .search_agent_memory import SearchAgentMemory
 from .search_history import SearchHistory
 from .search_memory import SearchMemory
 from .session_turns import SessionTurns
+from .turn_transcript import TurnTranscript
 
 
 def gql(q: str) -> str:
@@ -157,15 +160,16 @@ class Client(BaseClient):
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         filter_: Union[Optional[MemoryRecordFilter], UnsetType] = UNSET,
+        as_of: Union[Optional[MemoryAsOf], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentMemoryRecords:
         query = gql("""
-            query AgentMemoryRecords($agentId: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
+            query AgentMemoryRecords($agentId: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter, $asOf: MemoryAsOf) {
               agent(id: $agentId) {
                 id
                 namespace
                 name
-                memoryRecords(first: $first, after: $after, filter: $filter) {
+                memoryRecords(first: $first, after: $after, filter: $filter, asOf: $asOf) {
                   edges {
                     node {
                       id
@@ -177,20 +181,12 @@ class Client(BaseClient):
                       current {
                         ...MemoryVersionFields
                       }
-                      versions {
-                        ...MemoryVersionFields
-                        writtenBy {
-                          execution {
-                            id
-                            kind
-                            name
-                          }
-                          turn {
-                            id
+                      versionsConnection(first: 3) {
+                        totalCount
+                        edges {
+                          node {
                             number
-                          }
-                          apiDeletion {
-                            caller
+                            status
                           }
                         }
                       }
@@ -222,6 +218,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -230,6 +230,7 @@ class Client(BaseClient):
             "first": first,
             "after": after,
             "filter": filter_,
+            "asOf": as_of,
         }
         response = self.execute(
             query=query,
@@ -240,9 +241,15 @@ class Client(BaseClient):
         data = self.get_data(response)
         return AgentMemoryRecords.model_validate(data)
 
-    def memory_record_detail(self, id: str, **kwargs: Any) -> MemoryRecordDetail:
+    def memory_record_detail(
+        self,
+        id: str,
+        first: Union[Optional[int], UnsetType] = UNSET,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> MemoryRecordDetail:
         query = gql("""
-            query MemoryRecordDetail($id: ID!) {
+            query MemoryRecordDetail($id: ID!, $first: Int = 50, $after: String) {
               agentMemory(id: $id) {
                 id
                 scope
@@ -256,32 +263,45 @@ class Client(BaseClient):
                 replacedBy {
                   id
                 }
-                versions {
-                  ...MemoryVersionFields
-                  writtenBy {
-                    execution {
-                      id
-                      kind
-                      name
-                      status
-                    }
-                    invocation {
-                      purpose
-                      model
-                    }
-                    turn {
-                      id
-                      number
-                      attempt
-                      status
-                    }
-                    session {
-                      id
-                      externalId
-                    }
-                    agentVersion {
-                      number
-                      label
+                versionsConnection(first: $first, after: $after) {
+                  totalCount
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                  edges {
+                    node {
+                      ...MemoryVersionFields
+                      writtenBy {
+                        execution {
+                          id
+                          kind
+                          name
+                          status
+                        }
+                        invocation {
+                          purpose
+                          model
+                        }
+                        turn {
+                          id
+                          number
+                          attempt
+                          status
+                        }
+                        session {
+                          id
+                          externalId
+                        }
+                        agentVersion {
+                          number
+                          label
+                        }
+                        apiDeletion {
+                          caller
+                          createdAt
+                        }
+                      }
                     }
                   }
                 }
@@ -297,10 +317,14 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
-        variables: dict[str, object] = {"id": id}
+        variables: dict[str, object] = {"id": id, "first": first, "after": after}
         response = self.execute(
             query=query,
             operation_name="MemoryRecordDetail",
@@ -356,26 +380,19 @@ class Client(BaseClient):
         session_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
+        order: Union[Optional[ListOrder], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> SessionTurns:
         query = gql("""
-            query SessionTurns($sessionId: ID!, $first: Int!, $after: String) {
+            query SessionTurns($sessionId: ID!, $first: Int!, $after: String, $order: ListOrder = NEWEST_FIRST) {
               session(id: $sessionId) {
                 id
                 externalId
                 createdAt
-                turns(first: $first, after: $after) {
+                turns(first: $first, after: $after, order: $order) {
                   edges {
                     node {
                       ...TurnFields
-                      transcript {
-                        id
-                        sequence
-                        type
-                        toolName
-                        toolCallId
-                        payload
-                      }
                     }
                   }
                   pageInfo {
@@ -404,12 +421,56 @@ class Client(BaseClient):
             "sessionId": session_id,
             "first": first,
             "after": after,
+            "order": order,
         }
         response = self.execute(
             query=query, operation_name="SessionTurns", variables=variables, **kwargs
         )
         data = self.get_data(response)
         return SessionTurns.model_validate(data)
+
+    def turn_transcript(
+        self,
+        turn_id: str,
+        first: int,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> TurnTranscript:
+        query = gql("""
+            query TurnTranscript($turnId: ID!, $first: Int!, $after: String) {
+              turn(id: $turnId) {
+                id
+                transcriptConnection(first: $first, after: $after) {
+                  edges {
+                    node {
+                      id
+                      sequence
+                      type
+                      toolName
+                      toolCallId
+                      payload
+                      createdAt
+                    }
+                  }
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                  totalCount
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "turnId": turn_id,
+            "first": first,
+            "after": after,
+        }
+        response = self.execute(
+            query=query, operation_name="TurnTranscript", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return TurnTranscript.model_validate(data)
 
     def search_agent_memory(
         self,
@@ -430,6 +491,21 @@ class Client(BaseClient):
                 labels: $labels
               ) {
                 ...SearchResultFields
+                explanation {
+                  mode
+                  preset
+                  meaning {
+                    rank
+                    term
+                  }
+                  keywords {
+                    rank
+                    term
+                  }
+                  recency
+                  ageDays
+                  halfLifeDays
+                }
               }
             }
 
@@ -442,6 +518,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -577,6 +657,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -610,6 +694,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -665,6 +753,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -713,6 +805,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -745,6 +841,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -860,6 +960,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -908,6 +1012,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)

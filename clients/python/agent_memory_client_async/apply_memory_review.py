@@ -23,7 +23,7 @@ class ApplyMemoryReviewApplyMemoryReview(BaseModel):
 class ApplyMemoryReviewApplyMemoryReviewReview(BaseModel):
     id: str
     status: MemoryReviewStatus
-    applied_at: Optional[datetime] = Field(alias="appliedAt")
+    applied_at: Optional[datetime] = Field(validation_alias="appliedAt", serialization_alias="appliedAt")
 
 
 ApplyMemoryReviewApplyMemoryReviewMemories = MemoryVersionFields
@@ -34,7 +34,7 @@ class ApplyMemoryReviewApplyMemoryReviewDecisions(BaseModel):
     summary: str
     action: MemoryDecisionAction
     applied: MemoryDecisionAction
-    record_id: Optional[str] = Field(alias="recordId")
+    record_id: Optional[str] = Field(validation_alias="recordId", serialization_alias="recordId")
     restates: Optional[str]
     similarity: Optional[float]
 

@@ -206,15 +206,30 @@ INSERT INTO transcript_events (id, agent_id, turn_id, sequence, type, payload) V
 INSERT INTO idempotency_keys (id, caller, operation, key, request_hash, result)
   VALUES (gen_random_uuid(), 'c', 'applyMemoryReview', 'k', 'h',
           '{"decisions": [{"candidate": 0, "record": null}]}');
+INSERT INTO executions (id, agent_id, turn_id, kind, name, status, output)
+  VALUES (gen_random_uuid(), :a, :t, 'tool', 'search_history', 'succeeded',
+          '{"events": [{"event": "e1", "part": "p1", "partNumber": 2, "parts": 3, "turn": 1}]}');
 """
 
 
 def _payloads(engine: Engine) -> tuple[Any, ...]:
     with engine.connect() as conn:
         events = dict(conn.execute(text("SELECT type, payload FROM transcript_events")).all())
-        given, output = conn.execute(text("SELECT input, output FROM executions")).one()
+        outputs = dict(conn.execute(text("SELECT name, output FROM executions")).all())
+        given = conn.execute(
+            text("SELECT input FROM executions WHERE name = 'memory_review'")
+        ).scalar_one()
         kept = conn.execute(text("SELECT result FROM idempotency_keys")).scalar_one()
-    return events["usage"], events["memory.pinned"], output["decisions"], kept["decisions"], given
+    output = outputs["memory_review"]
+    hits = outputs["search_history"]["events"]
+    return (
+        events["usage"],
+        events["memory.pinned"],
+        output["decisions"],
+        kept["decisions"],
+        given,
+        hits,
+    )
 
 
 def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_them(
@@ -230,7 +245,7 @@ def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_
             conn.execute(text(statement), ids)
     before = _payloads(fresh_engine)
     migrate.upgrade(fresh_url)
-    usage, pinned, decisions, kept, given = _payloads(fresh_engine)
+    usage, pinned, decisions, kept, given, hits = _payloads(fresh_engine)
     assert usage == {"purpose": "EMBED", "invocationId": "i1", "inputTokens": 3, "counted": False}
     assert pinned["versions"] == [{"recordId": "r1", "versionId": "v1"}]
     assert pinned["omitted"] == [{"recordId": "r2", "versionId": "v2"}]
@@ -238,5 +253,6 @@ def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_
     assert decisions == [{"candidate": 0, "recordId": "r1", "action": "ADD"}]
     assert kept == [{"candidate": 0, "recordId": None}]
     assert given == {"afterTurn": 0, "throughTurn": 1, "messages": 2}
+    assert hits == [{"eventId": "e1", "partId": "p1", "part": 2, "parts": 3, "turn": 1}]
     migrate.downgrade(fresh_url, "0008")
     assert _payloads(fresh_engine) == before

@@ -5,7 +5,8 @@ for idempotency keys) now reads as the GraphQL types do: a usage event's purpose
 EMBED (the InvocationPurpose value, not the stored "embed") and its invocation is
 invocationId; a memory.pinned event names recordId and versionId (as PinnedMemory
 does); a memory review's decisions name recordId (as MemoryDecisionOutcome does), and
-its input afterTurn and throughTurn (as MemoryReview does).
+its input afterTurn and throughTurn (as MemoryReview does); a history search's hits
+eventId, partId and part (the part's number), as HistoryResult does.
 Rows written before are rewritten; downgrade writes them back.
 
 Revision ID: 0009
@@ -78,9 +79,32 @@ def _rewrite(*, purpose: str, names: tuple[str, str], pins: tuple[str, str]) -> 
     )
 
 
+# a history search's hits, as HistoryResult names them: in order, so that "part" (the
+# part's id before) is free for the part's number
+_HITS = (("event", "eventId"), ("part", "partId"), ("partNumber", "part"))
+_HIT_ARRAYS = (
+    ("executions", "output", "events", "name = 'search_history'"),
+    ("transcript_events", "payload", "events", "tool_name = 'search_history'"),
+    ("idempotency_keys", "result", "hits", "operation = 'searchHistory'"),
+)
+
+
+def _rename_hits(renames: Sequence[tuple[str, str]]) -> None:
+    for table, column, key, where in _HIT_ARRAYS:
+        hits = f"{column} -> '{key}'"
+        for old, new in renames:
+            hits = _each_renamed(hits, old, new)
+        op.execute(
+            f"UPDATE {table} SET {column} = jsonb_set({column}, '{{{key}}}', {hits}) "
+            f"WHERE {where} AND jsonb_typeof({column} -> '{key}') = 'array'"
+        )
+
+
 def upgrade() -> None:
     _rewrite(purpose="EMBED", names=("invocation", "invocationId"), pins=("record", "recordId"))
+    _rename_hits(_HITS)
 
 
 def downgrade() -> None:
     _rewrite(purpose="embed", names=("invocationId", "invocation"), pins=("recordId", "record"))
+    _rename_hits([(new, old) for old, new in reversed(_HITS)])

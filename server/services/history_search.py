@@ -54,11 +54,12 @@ class HistoryHit:
         return self.part.text if self.part is not None else self.event.text
 
     def to_json(self) -> dict[str, Any]:
+        """Named as the HistoryResult type names them (partId: the part read)."""
         return {
-            "event": str(self.event.id),
-            "part": str(self.part.id) if self.part is not None else None,
+            "eventId": str(self.event.id),
+            "partId": str(self.part.id) if self.part is not None else None,
             "turn": self.event.turn_number,
-            "partNumber": self.part.part if self.part is not None else None,
+            "part": self.part.part if self.part is not None else None,
             "parts": self.details.parts[0].parts if self.details.parts else 1,
             "score": self.score,
         }
@@ -211,10 +212,14 @@ async def _hits(
 
 async def load_hits(db: AsyncSession, stored: Sequence[dict[str, Any]]) -> list[HistoryHit]:
     """The hits of a stored search output (an idempotent replay reloads them)."""
-    events = await events_by_id(db, {uuid.UUID(h["event"]) for h in stored})
-    parts = await _parts(db, [uuid.UUID(h["part"]) for h in stored if h["part"]])
+    events = await events_by_id(db, {uuid.UUID(h["eventId"]) for h in stored})
+    parts = await _parts(db, [uuid.UUID(h["partId"]) for h in stored if h["partId"]])
     found = [
-        (uuid.UUID(h["event"]), parts.get(uuid.UUID(h["part"])) if h["part"] else None, h["score"])
+        (
+            uuid.UUID(h["eventId"]),
+            parts.get(uuid.UUID(h["partId"])) if h["partId"] else None,
+            h["score"],
+        )
         for h in stored
     ]
     return await _hits(db, events, found)

@@ -259,7 +259,10 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
     assert execution["parent"]["id"] == turn["execution"]["id"]
     assert execution["input"] == {"query": "invoice INV-2231", "ids": None, "limit": 3}
     listed = execution["output"]["events"]
-    assert [e["event"] for e in listed] == [r["eventId"] for r in found["results"]]
+    assert [e["eventId"] for e in listed] == [r["eventId"] for r in found["results"]]
+    assert [(e["turn"], e["part"], e["parts"]) for e in listed] == [
+        (r["turn"], r["part"], r["parts"]) for r in found["results"]
+    ]
     assert len(listed) == 2
     (usage,) = execution["invocations"]
     assert usage["purpose"] == "EMBED" and usage["counted"] is False

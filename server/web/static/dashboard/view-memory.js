@@ -64,8 +64,9 @@ export async function records(main, state) {
   if (state.asOfTurn) {
     const { data } = await gql(AS_OF_TURN, { id: state.asOfTurn });
     const t = data.turn;
-    moment.append("As it stood when ", t ? el("a", { href: href({ ...state, view: "session", session: t.session && t.session.id, turn: t.id }),
-      text: `turn ${t.number}${t.session && t.session.externalId ? ` of ${t.session.externalId}` : ""}` }) : "the turn",
+    const name = t ? `turn ${t.number}${t.session && t.session.externalId ? ` of ${t.session.externalId}` : ""}` : "the turn";
+    moment.append("As it stood when ", t && t.session
+      ? el("a", { href: href({ ...state, view: "session", session: t.session.id, turn: t.id }), text: name }) : name,
     " began", t ? ` (${when(t.createdAt)}${t.preview ? ", a preview turn" : ""}): what it could see` : "", " · ",
     el("a", { href: href({ ...state, asOfTurn: "" }), text: "as it stands now" }));
   } else if (state.asOfTime) {

@@ -13,7 +13,6 @@ import strawberry
 
 from resolvers.context import Info
 from resolvers.grants import readable_namespaces
-from resolvers.permissions import CanSearchMemory
 from resolvers.search import MemorySearchResultType, found_results
 from resolvers.types.base import LabelInput
 from server.services import search_api
@@ -33,8 +32,7 @@ class DashboardQuery:
         "its latest version configures). Reads committed records of both scopes, live or "
         "preview. Nothing is recorded: no turn, execution or usage. Needs the grants that "
         "read the agent's memory: SELECT on <namespace>.AgentMemory.indexes.* and on "
-        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN.",
-        permission_classes=[CanSearchMemory],
+        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN."
     )
     async def search_agent_memory(
         self,

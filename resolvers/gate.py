@@ -1,7 +1,7 @@
 """The response gate: one schema extension that checks every field. A root field's
-arguments go through :mod:`resolvers.ownership` before it runs; every object a field
-returns is checked before it is sent; memory in it goes through
-:mod:`resolvers.redaction`."""
+arguments go through :mod:`resolvers.ownership` before it runs (and a mutation's
+selection through :mod:`resolvers.selection`); every object a field returns is checked
+before it is sent; memory in it goes through :mod:`resolvers.redaction`."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from resolvers.redaction import (
     redacted,
     redacted_arguments,
 )
+from resolvers.selection import require_selection
 from resolvers.types.base import MutationResult
 from server.domain.redaction import is_memory_call
 from server.errors import ForbiddenError
@@ -55,8 +56,8 @@ async def _checked(context: Context, value: Any, targets: list[Any]) -> Any:
 
 class AccessGate(SchemaExtension):
     """Checks every field: a root field's arguments before it runs (runtime-only
-    mutations among them), and every object a field returns (queries and nested fields)
-    before it is sent."""
+    mutations among them), a mutation's selection before it writes, and every object a
+    field returns (queries and nested fields) before it is sent."""
 
     def resolve(
         self,
@@ -108,8 +109,10 @@ class AccessGate(SchemaExtension):
         args: Any,
         kwargs: dict[str, Any],
     ) -> Any:
-        await check_arguments(info.context, info)
+        acting = await check_arguments(info.context, info)
         if info.parent_type.name == "Mutation":
+            namespace = getattr(kwargs.get("input"), "namespace", None)
+            await require_selection(info.context, info, acting, namespace)
             result = _next(root, info, *args, **kwargs)
             return await result if isawaitable(result) else result
         checked = self._checked_result(_next(root, info, *args, **kwargs), root, info)

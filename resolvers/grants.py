@@ -119,6 +119,15 @@ def require_manage(context: Context, namespace: str) -> None:
         raise ForbiddenError(f"not allowed: an admin token or {decision.reason}")
 
 
+def decide_in(context: Context, resource: Resource, namespace: str) -> Decision:
+    """Whether the caller may read ``resource`` of an agent of ``namespace`` it is not
+    the runtime of (one not created yet: createAgent's answer)."""
+    caller = caller_of(context)
+    if resource is Resource.AGENT and caller.admin:
+        return Decision(True, None, "admins read agents")
+    return caller.chain.explain_all(_requirements(resource, namespace))
+
+
 async def readable_namespaces(context: Context, names: list[str]) -> list[str]:
     """Of ``names``, the namespaces the caller can read something in: all for an admin;
     for a runtime token, the namespaces of the agents it acts for; for anyone, those where

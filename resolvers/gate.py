@@ -67,8 +67,8 @@ class AccessGate(SchemaExtension):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        if info.path.prev is None:
-            return self._root(_next, root, info, args, kwargs)
+        if info.path.prev is None and info.field_name in info.parent_type.fields:
+            return self._root(_next, root, info, args, kwargs)  # not __typename, __schema
         return self._checked_result(_next(root, info, *args, **kwargs), root, info)
 
     def _checked_result(self, result: Any, root: Any, info: GraphQLResolveInfo[Any]) -> Any:

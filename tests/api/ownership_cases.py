@@ -25,8 +25,8 @@ from graphql.execution.values import get_argument_values, get_variable_values
 from graphql.language import OperationDefinitionNode
 
 from resolvers.context import make_context
+from resolvers.id_fields import FIELDS, Need
 from resolvers.kinds import Kind
-from resolvers.ownership import FIELDS, Need
 from resolvers.schema import build_schema
 from server.domain.grants import Chain, Link, Policy
 from server.services.chain import Caller, RuntimeBinding
@@ -90,7 +90,7 @@ PLACES = id_places()
 # --- callers ------------------------------------------------------------------------------
 
 
-def _client(name: str, *grants: str) -> Any:
+def client(name: str, *grants: str) -> Any:
     def make(world: World) -> Caller:
         policy = Policy.parse(name, [tuple(g.format(ns=world.ns1).split(" ", 1)) for g in grants])
         return Caller(name=name, chain=Chain((Link("client", name, (policy,)),)), kind="client")
@@ -116,7 +116,7 @@ _ALL = ("SELECT", "INSERT", "UPDATE", "DELETE")
 CALLERS = {
     "runtime of A": _runtime("runtime-a", "agent"),
     "runtime of NS1": _runtime("runtime-ns1", "namespace"),
-    "client of NS1": _client("client-ns1", *(f"{p} {{ns}}.*" for p in _ALL)),
+    "client of NS1": client("client-ns1", *(f"{p} {{ns}}.*" for p in _ALL)),
 }
 # whose objects each caller may not touch (R70: the agent itself, or a grant's namespace)
 FOREIGN = {
@@ -133,10 +133,10 @@ OUT_OF_REACH = {
     Kind.HISTORY_EVENT: {OTHER_SESSION, PREVIEW},
 }
 DISTANCES = (OTHER_NAMESPACE, OTHER_AGENT, OTHER_SESSION, OTHER_TURN, PREVIEW, STAGED)
-_RUNTIME = ("runtime of A", "runtime of NS1")
+RUNTIMES = ("runtime of A", "runtime of NS1")
 _CALLERS_OF = {
-    Need.AGENT_ITSELF: _RUNTIME,
-    Need.IN_REACH: _RUNTIME,
+    Need.AGENT_ITSELF: RUNTIMES,
+    Need.IN_REACH: RUNTIMES,
     Need.MANAGE_AGENT: ("client of NS1",),
 }
 
@@ -265,7 +265,7 @@ class Case:
 
 def callers_for(need: Need | None, root: str) -> tuple[str, ...]:
     if need is None:
-        return _RUNTIME if root == "Mutation" else tuple(CALLERS)
+        return RUNTIMES if root == "Mutation" else tuple(CALLERS)
     return _CALLERS_OF.get(need, tuple(CALLERS))
 
 
@@ -331,97 +331,3 @@ def kind_of(world: World, id_: str) -> Kind:
         a.review_invocation: Kind.INVOCATION,
     }
     return special[id_]
-
-
-# --- reading any Node: node, nodes and the typed lookup -------------------------------------
-
-READERS = {
-    **CALLERS,
-    "client reading sessions": _client(
-        "client-sessions", "SELECT {ns}.Agent", "SELECT {ns}.Session"
-    ),
-    "client reading memory": _client(
-        "client-memory",
-        "SELECT {ns}.Agent",
-        "SELECT {ns}.AgentMemory.indexes.*",
-        "SELECT {ns}.AgentMemory.document",
-    ),
-}
-# the grants each reader holds on NS1 (a runtime: the agent itself, for its agents)
-_GRANTED = {
-    "client of NS1": {"agent", "session", "memory"},
-    "client reading sessions": {"agent", "session"},
-    "client reading memory": {"agent", "memory"},
-}
-_SESSION, _MEMORY = {"session"}, {"memory"}
-# what reading each kind needs (docs/security.md, "Resources and privileges"); an output
-# use is the session's, and memory too when it names a record version (R43, R71)
-READ_NEEDS: dict[str, tuple[Kind, set[str]]] = {
-    "Agent": (Kind.AGENT, {"agent"}),
-    "AgentVersion": (Kind.AGENT_VERSION, {"agent"}),
-    "Session": (Kind.SESSION, _SESSION),
-    "Turn": (Kind.TURN, _SESSION),
-    "Execution": (Kind.EXECUTION, _SESSION),
-    "Invocation": (Kind.INVOCATION, _SESSION),
-    "TranscriptEvent": (Kind.TRANSCRIPT_EVENT, _SESSION),
-    "HistoryEvent": (Kind.HISTORY_EVENT, _SESSION),
-    "HistoryPart": (Kind.HISTORY_PART, _SESSION),
-    "MemoryRecord": (Kind.MEMORY_RECORD, _MEMORY),
-    "MemoryVersion": (Kind.MEMORY_VERSION, _MEMORY),
-    "MemoryReview": (Kind.MEMORY_REVIEW, _MEMORY),
-    "OutputUse": (Kind.OUTPUT_USE, _SESSION | _MEMORY),
-    "OutputUse of history": (Kind.OUTPUT_USE, _SESSION),
-}
-# the typed lookup of a Node type, where it has one
-LOOKUPS = {
-    "Agent": "agent",
-    "AgentVersion": "agentVersion",
-    "Session": "session",
-    "Turn": "turn",
-    "Execution": "execution",
-    "MemoryRecord": "agentMemory",
-    "HistoryEvent": "historyEvent",
-}
-
-
-def read_expected(reader: str, needs: set[str], distance: str) -> str:
-    """OK, FORBIDDEN or NOT_FOUND: what reading an object at ``distance`` answers."""
-    if distance == STAGED:
-        return "NOT_FOUND"  # R12: no reader sees what an open turn staged
-    if reader in _RUNTIME:
-        return "FORBIDDEN" if distance in FOREIGN[reader] else "OK"
-    if distance == OTHER_NAMESPACE or not needs <= _GRANTED[reader]:
-        return "FORBIDDEN"
-    return "OK"
-
-
-@dataclass(frozen=True)
-class NodeCase:
-    type_name: str
-    reader: str
-    distance: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.type_name}:{self.reader}:{self.distance}"
-
-
-def node_cases() -> list[NodeCase]:
-    out = []
-    for type_name, (kind, _) in READ_NEEDS.items():
-        for distance in sorted(distances(kind) - {OTHER_SESSION, OTHER_TURN, PREVIEW}):
-            if type_name == "OutputUse of history" and distance == STAGED:
-                continue
-            out.extend(NodeCase(type_name, reader, distance) for reader in READERS)
-    return out
-
-
-NODE_CASES = node_cases()
-
-
-def node_object(world: World, case: NodeCase) -> str:
-    kind = READ_NEEDS[case.type_name][0]
-    if case.type_name == "OutputUse of history":
-        name = {OWN: "A", OTHER_AGENT: "A2", OTHER_NAMESPACE: "B"}[case.distance]
-        return world.extra[f"{name}.history_use"]
-    return world.at[kind][case.distance]

@@ -12,7 +12,7 @@ readers of every kind, and the three must answer alike.
 
 The world is built once a module, in a database of its own (so that a snapshot of
 every table is small). A new id field without a base value (tests/api/ownership_cases.py)
-or without an ownership rule (resolvers/ownership.py) fails this module.
+or without an ownership rule (resolvers/id_fields.py) fails this module.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import psycopg
 import pytest
 from sqlalchemy.engine import URL
 
-from resolvers.ownership import FIELDS, UnmappedIdField, check, slots_of
+from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
+from resolvers.ownership import check
 from server import migrate
 from server.database import Database
 from server.embedding import Embedder
@@ -34,14 +35,9 @@ from tests.api.ownership_cases import (
     CALLERS,
     CASES,
     GRAPHQL,
-    LOOKUPS,
-    NODE_CASES,
     PLACES,
-    READ_NEEDS,
-    READERS,
     SCHEMA,
     Case,
-    NodeCase,
     base_variables,
     callers_of_field,
     coerced_arguments,
@@ -49,10 +45,17 @@ from tests.api.ownership_cases import (
     document,
     expected,
     kind_of,
-    node_object,
-    read_expected,
     replaced,
     value_at,
+)
+from tests.api.ownership_reads import (
+    LOOKUPS,
+    NODE_CASES,
+    READ_NEEDS,
+    READERS,
+    NodeCase,
+    node_object,
+    read_expected,
 )
 from tests.api.ownership_world import World, snapshot
 from tests.conftest import Api
@@ -89,8 +92,9 @@ async def baseline(world: World) -> dict[str, dict[str, str]]:
 
 
 def test_every_id_place_has_an_ownership_rule() -> None:
-    """Every id field of every operation goes through resolvers/ownership.py's table: a
-    field without a rule fails here (and refuses its operation: fail closed)."""
+    """Every id field of every operation goes through the ownership table
+    (resolvers/id_fields.py): a field without a rule fails here (and refuses its
+    operation: fail closed)."""
     unmapped = []
     for root in ("Query", "Mutation"):
         for field, definition in GRAPHQL.get_type(root).fields.items():  # type: ignore[union-attr]

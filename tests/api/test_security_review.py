@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from tests.api.history_scenario import user
-from tests.api.review_scenario import APPLY, BEGIN_REVIEW, COMPARE, ReviewScenario, decide, fact
+from tests.api.review_scenario import APPLY, BEGIN_REVIEW, ReviewScenario, decide, fact
 from tests.api.scenario import CREATE_AGENT, MEMORY, memory_config
 from tests.auth_helpers import bearer, codes, run_as
 from tests.conftest import Api
@@ -95,13 +95,21 @@ async def test_item_1_a_namespace_token_cannot_mix_its_agents(api: Api) -> None:
 
 
 async def test_item_2_another_agents_memory_cannot_be_compared(api: Api) -> None:
-    """compareMemoryCandidates with B's review by A's token: FORBIDDEN, no text."""
-    b, b_turn, _ = await _with_records(api, f"b{uuid.uuid4().hex[:8]}")
+    """compareMemoryCandidates with B's review by A's token, asking only for the text the
+    model reads (which listed B's record ids, kinds and summaries): FORBIDDEN, no text."""
+    b, b_turn, records = await _with_records(api, f"b{uuid.uuid4().hex[:8]}")
     review = (await b.begin_review(b_turn))["review"]["id"]
     a, _ = await _agent(api, f"a{uuid.uuid4().hex[:8]}")
     token = await bearer(api, kind="runtime", agent_id=a.agent_id)
-    refused = await run_as(api, token, COMPARE, review=review, candidates=[fact("customer")])
+    text_only = """mutation($review: UUID!, $candidates: [MemoryCandidateInput!]!) {
+      compareMemoryCandidates(input: {reviewId: $review, candidates: $candidates}) { text } }"""
+    candidates = [fact("The customer prefers email"), fact("The customer plan")]
+    refused = await run_as(api, token, text_only, review=review, candidates=candidates)
     assert codes(refused) == ["FORBIDDEN"] and refused.data is None
+    assert not any(r in str(refused) for r in records)
+    # B itself compares its own (COMPARE asks for everything)
+    own = await b.compare(review, *candidates)
+    assert records[0] in own["text"]
 
 
 async def test_item_3_uses_of_staged_memory_are_not_readable(api: Api) -> None:

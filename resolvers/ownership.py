@@ -129,12 +129,16 @@ def _where(place: Place, owner: Owner) -> str:
     return "this turn can name"
 
 
-def _member(place: Place | None, n: Named, owner: Owner) -> None:
+def _member(place: Place | None, n: Named, owner: Owner, *, acts_for_it: bool) -> None:
     """NOT_FOUND for an id out of the anchor's reach: of another agent (R10), or of this
-    one but not where the operation acts. For the agent, that object does not exist."""
-    if place is None:  # no anchor known: the resolver refuses the call (NOT_FOUND)
-        return
-    if owner.agent_id != place.agent_id:
+    one but not where the operation acts. For the agent, that object does not exist.
+    Without an anchor (none given, or one that names nothing, which the resolver then
+    refuses) it must at least be of an agent the caller acts for."""
+    if place is None:
+        if acts_for_it:
+            return
+        where = "of this agent"
+    elif owner.agent_id != place.agent_id:
         where = "of this agent"
     elif not reaches(place, owner):
         where = _where(place, owner)
@@ -229,9 +233,10 @@ async def check(
             if place is None:
                 place = Place.of(owner)
             else:  # a second anchor (beginTurn's agentId beside its sessionId)
-                _member(place, n, owner)
+                _member(place, n, owner, acts_for_it=True)
         elif n.need is Need.IN_REACH:
-            _member(place, n, owner)
+            acts = caller.is_agent(agent_id=owner.agent_id, namespace=owner.namespace)
+            _member(place, n, owner, acts_for_it=acts)
         else:
             await _api(context, n.need, owner)
         acting = acting or Acting(owner.agent_id, owner.namespace)

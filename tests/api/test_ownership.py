@@ -26,6 +26,7 @@ import pytest
 from sqlalchemy.engine import URL
 
 from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
+from resolvers.kinds import Kind
 from resolvers.ownership import check
 from server import migrate
 from server.database import Database
@@ -209,3 +210,34 @@ async def test_node_nodes_and_the_typed_lookup_answer_alike(world: World, case: 
         if code == "OK":
             assert value["id"] == id_
             assert value["__typename"] == case.type_name.split(" ")[0]
+
+
+async def test_without_a_known_anchor_a_foreign_id_is_still_refused(
+    world: World, baseline: dict[str, dict[str, str]]
+) -> None:
+    """An anchor that names nothing (or none given) leaves the call to refuse itself; the
+    other ids must still be of an agent the caller acts for: another agent's record
+    beside an unknown review is NOT_FOUND on that field, and nothing changes."""
+    b = world.lives["B"]
+    variables = {
+        "input": {
+            "reviewId": str(uuid.uuid4()),
+            "decisions": [
+                {
+                    "candidate": {"summary": "c"},
+                    "action": "DELETE",
+                    "recordId": b.objects[Kind.MEMORY_RECORD],
+                }
+            ],
+        }
+    }
+    result = await SCHEMA.execute(
+        document("Mutation", "applyMemoryReview", variables),
+        variable_values=variables,
+        context_value=context_as(world, CALLERS["runtime of A"](world)),
+    )
+    assert result.errors and result.errors[0].extensions == {
+        "code": "NOT_FOUND",
+        "field": "decisions[0].recordId",
+    }
+    assert await snapshot(world.api) == baseline["rows"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+from server.migrate import refuse_losses
 from server.models import metadata
 
 config = context.config
@@ -34,12 +35,14 @@ def run_migrations_online() -> None:
         context.configure(connection=connection, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()
+            refuse_losses()  # inside the one transaction: a refused downgrade changes nothing
         return
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()
+            refuse_losses()
 
 
 if context.is_offline_mode():

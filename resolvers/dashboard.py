@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info
 from resolvers.grants import readable_namespaces
-from resolvers.permissions import CanSearchMemory
 from resolvers.search import MemorySearchResultType, found_results
 from resolvers.types.base import LabelInput
 from resolvers.types.ranking import ScoreExplanationType
@@ -60,8 +59,7 @@ class DashboardQuery:
         "(explanation). Reads committed records of both scopes, live or "
         "preview. Nothing is recorded: no turn, execution or usage. Needs the grants that "
         "read the agent's memory: SELECT on <namespace>.AgentMemory.indexes.* and on "
-        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN.",
-        permission_classes=[CanSearchMemory],
+        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN."
     )
     async def search_agent_memory(
         self,

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import uuid
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
 from resolvers.idempotent import once, once_shown
+from resolvers.kinds import Kind
+from resolvers.nodes import read_node
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, idempotency_key
 from resolvers.types.history import HistoryEventType, HistoryResultType
 from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
-from server.errors import NotFoundError
 from server.services import history_reads, history_record, history_search
 
 
@@ -149,11 +150,7 @@ class HistoryQuery:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The event's id.")],
     ) -> HistoryEventType | None:
-        row = await info.context.db.get(models.HistoryEvent, id)
-        if row is None:
-            raise NotFoundError(f"no history event with id {id}")
-        details = await history_reads.event_details(info.context.db, [row])
-        return HistoryEventType(row=row, details=details[row.id])
+        return cast(HistoryEventType, await read_node(info.context, Kind.HISTORY_EVENT, id))
 
 
 @strawberry.type

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 from strawberry.dataloader import DataLoader
@@ -32,6 +32,7 @@ from server.models import (
 )
 from server.services import history_reads
 from server.services.history_reads import EventDetails
+from server.storage.gate import staged_version
 
 
 class _Row(Protocol):
@@ -91,12 +92,18 @@ class Loaders:
 
     async def _uses(self, keys: Sequence[uuid.UUID]) -> list[list[OutputUse]]:
         """Executions' output uses in the order their output gave them: by rank, the
-        parts of an event read whole in their order."""
+        parts of an event read whole in their order. A use of a version an open turn
+        staged is not shown until the turn commits, as the version is not (R12)."""
         rows = (
             await self.db.scalars(
                 select(OutputUse)
                 .outerjoin(HistoryPart, col(HistoryPart.id) == col(OutputUse.history_part_id))
-                .where(col(OutputUse.execution_id).in_(keys))
+                .outerjoin(MemoryVersion, col(MemoryVersion.id) == col(OutputUse.memory_version_id))
+                .outerjoin(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+                .where(
+                    col(OutputUse.execution_id).in_(keys),
+                    or_(col(MemoryVersion.id).is_(None), not_(staged_version())),
+                )
                 .order_by(col(OutputUse.rank), col(HistoryPart.part))
             )
         ).all()

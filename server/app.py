@@ -160,7 +160,7 @@ def create_app(
             ),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),
-            *web.routes(),
+            *web.routes(settings),
         ],
         middleware=[Middleware(RequestLog), *web.middleware(settings)],
         lifespan=lifespan,

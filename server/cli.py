@@ -63,6 +63,8 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    """Upgrade, or downgrade; a downgrade that would destroy data is refused, naming it,
+    with nothing changed, unless ``--force`` (server/migrate.py)."""
     from server import migrate
     from server.database import Database
     from server.settings import Settings
@@ -82,7 +84,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         check_database(url)  # pgvector before migrating
         if down:
-            migrate.downgrade(url, revision)
+            migrate.downgrade(url, revision, force=args.force)
         else:
             migrate.upgrade(url, revision)
     finally:
@@ -144,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
         "revision", nargs="?", help="target revision (default: head; required with --down)"
     )
     mig.add_argument("--down", action="store_true", help="downgrade to REVISION")
+    mig.add_argument(
+        "--force",
+        action="store_true",
+        help="with --down: downgrade even if it destroys data (refused otherwise, naming it)",
+    )
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")
     schema.add_argument(

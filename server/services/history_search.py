@@ -11,7 +11,9 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 With a query it returns the best parts the reader may see
 (:func:`server.services.history_ranking.rank_parts`), each with its event. With
 ``ids`` it reads those events whole, in the order asked; an id the reader may
-not see is left out, as an unknown one is.
+not see is left out, as an unknown one is. (An event of another session, or a
+preview turn's named by a live turn, never gets here: the call is refused before it
+runs, resolvers/ownership.py.)
 """
 
 from __future__ import annotations

@@ -153,3 +153,13 @@ def searchable_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[
     )
     unsettled = and_(v.search_scope.is_(None), exists(record))
     return and_(v.agent_id == reader.agent_id, or_(settled, unsettled))
+
+
+def staged_version(v: Any = MemoryVersion, r: Any = MemoryRecord) -> ColumnElement[bool]:
+    """A version an open turn staged (R12): of a record not yet committed, or the pending
+    change a turn made to a committed one. No reader but that turn sees it, as a record's
+    ``versions`` shows; the output uses that name it are hidden with it."""
+    return or_(
+        r.committed.is_(False),
+        and_(r.pending_turn_id.is_not(None), r.pending_turn_id == v.turn_id),
+    )

@@ -91,7 +91,9 @@ async def test_r62_a_tool_result_names_the_call_it_answers(api: Api) -> None:
 
 async def test_r62_a_result_is_one_part_and_ids_reads_the_event_whole(api: Api) -> None:
     """R62: a long event is found by one part (``part`` of ``parts``); its id in ``ids``
-    returns the whole event, and ids outside the reader's window are left out."""
+    returns the whole event, and an id that names no event is left out. An event of
+    another session is refused before anything is recorded (R64, docs/security.md,
+    "Ownership")."""
     s, session = await _agent(api)
     filler = " ".join(f"filler{i}" for i in range(400))
     long = f"{filler} the vault code is kestrel {filler.replace('filler', 'pad')}"
@@ -104,10 +106,15 @@ async def test_r62_a_result_is_one_part_and_ids_reads_the_event_whole(api: Api) 
     assert hit["parts"] > 1 and 1 <= hit["part"] <= hit["parts"]
     assert hit["text"].startswith("turn 1, user\n") and long not in hit["text"]
     assert len(hit["event"]["parts"]) == hit["parts"]
-    whole = await s.results(reader, ids=[hit["eventId"], elsewhere["id"], str(uuid.uuid4())])
+    whole = await s.results(reader, ids=[hit["eventId"], str(uuid.uuid4())])
     assert len(whole) == 1
     assert whole[0]["text"] == f"turn 1, user\n{long}"
     assert (whole[0]["part"], whole[0]["parts"], whole[0]["score"]) == (None, hit["parts"], None)
+    executions = "query($id: ID!) { turn(id: $id) { executions { id } } }"
+    before = await api.ok(executions, id=reader)
+    _, ext = await s.search_error(reader, ids=[hit["eventId"], elsewhere["id"]])
+    assert ext == {"code": "NOT_FOUND", "field": "ids[1]"}
+    assert await api.ok(executions, id=reader) == before  # refused before it was recorded
 
 
 async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
@@ -163,7 +170,7 @@ async def test_r64_a_replay_sees_only_the_turns_before_its_original(api: Api) ->
 
 async def test_r64_preview_turns_events_are_searched_by_preview_turns_only(api: Api) -> None:
     """R64: what a preview turn keeps is searched only by preview turns; a preview turn
-    also sees the live turns' events."""
+    also sees the live turns' events. A live turn naming a preview event is refused."""
     s, session = await _agent(api)
     await s.committed_turn(session, user("live says the pelican is blue"))
     await s.committed_turn(session, user("preview says the pelican is green"), preview=True)
@@ -177,7 +184,11 @@ async def test_r64_preview_turns_events_are_searched_by_preview_turns_only(api: 
         "turn 2, user\npreview says the pelican is green",
     ]
     preview_ids = [n["id"] for n in await s.history(session) if n["preview"]]
-    assert await s.results(live, ids=preview_ids) == []
+    assert (await s.search_error(live, ids=preview_ids))[1] == {
+        "code": "NOT_FOUND",
+        "field": "ids[0]",
+    }
+    assert len(await s.results(preview, ids=preview_ids)) == 1
 
 
 async def test_r64_history_never_crosses_sessions_or_agents(api: Api) -> None:

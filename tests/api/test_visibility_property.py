@@ -285,6 +285,21 @@ def change_refusal(
     return None
 
 
+def out_of_reach(reader: Reader, facts: RecordFacts | None) -> bool:
+    """docs/security.md, "Ownership": a record a turn may not name at all (another
+    agent's; another session's session-scope record; a preview turn's, from a live turn;
+    one another open turn staged) is refused NOT_FOUND before the call runs, ahead of
+    any other refusal. An id that names nothing is left to the call."""
+    if facts is None:
+        return False
+    return (
+        facts.agent_id != reader.agent_id
+        or (facts.scope == "SESSION" and facts.session_id != reader.session_id)
+        or (facts.preview and not reader.preview)
+        or (not facts.committed and facts.turn_id != reader.turn_id)
+    )
+
+
 def scope_refusal(reader: Reader, scope: str | None) -> str | None:
     """R20: session unless the agent asks for agent; only scopes in scope.write."""
     choice = (
@@ -305,12 +320,14 @@ async def add(world: World, data: st.DataObject, turn: uuid.UUID, n: int) -> Non
     if world.record_ids and data.draw(st.booleans(), label="replaces?"):
         replaces = pick_target(world, data, reader, rows)
     target_refusal = None
+    unreachable = False
     if replaces is not None:
         facts = next((r.facts for r in rows if r.facts.id == replaces), None)
         # A preview turn changes no live record: it names it from a new preview record.
         changes_status = facts is not None and (facts.preview or not reader.preview)
         target_refusal = change_refusal(reader, rows, replaces, changes_status=changes_status)
-    refusal = scope_refusal(reader, scope) or target_refusal
+        unreachable = out_of_reach(reader, facts)
+    refusal = "NOT_FOUND" if unreachable else scope_refusal(reader, scope) or target_refusal
     event(f"add: {refusal or 'saved'}{' (replaces)' if replaces else ''}")
     result = await s.api.execute(
         ADD,

@@ -1,6 +1,7 @@
 """The response gate: one schema extension that checks every field. A root field's
 arguments go through :mod:`resolvers.ownership` before it runs (and a mutation's
-selection through :mod:`resolvers.selection`); every object a field returns is checked
+selection through :mod:`resolvers.selection`), as do the ids a nested field's arguments
+name, anchored on the object the field is on; every object a field returns is checked
 before it is sent; memory in it goes through :mod:`resolvers.redaction`."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context
 from resolvers.grants import Resource, cached_decision, caller_of, require
-from resolvers.kinds import needs_of
-from resolvers.ownership import check_arguments
+from resolvers.kinds import agent_of, needs_of
+from resolvers.ownership import check_arguments, check_on, takes_ids
 from resolvers.redaction import (
     PAYLOAD_FIELDS,
     REDACTED,
@@ -67,8 +68,12 @@ class AccessGate(SchemaExtension):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        if info.path.prev is None and info.field_name in info.parent_type.fields:
-            return self._root(_next, root, info, args, kwargs)  # not __typename, __schema
+        field = info.parent_type.fields.get(info.field_name)  # None: __typename, __schema
+        if field is not None:
+            if info.path.prev is None:
+                return self._root(_next, root, info, args, kwargs)
+            if field.args and takes_ids(info.parent_type.name, info.field_name, field):
+                return self._nested(_next, root, info, args, kwargs)
         return self._checked_result(_next(root, info, *args, **kwargs), root, info)
 
     def _checked_result(self, result: Any, root: Any, info: GraphQLResolveInfo[Any]) -> Any:
@@ -100,6 +105,22 @@ class AccessGate(SchemaExtension):
     async def _after(result: Any, then: Callable[[Any], Awaitable[Any]]) -> Any:
         value = await result if isawaitable(result) else result
         return await then(value)
+
+    async def _nested(
+        self,
+        _next: Callable[..., Any],
+        root: Any,
+        info: GraphQLResolveInfo[Any],
+        args: Any,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """A nested field whose arguments take ids: each must be of the agent of the
+        object the field is on, and readable (:func:`resolvers.ownership.check_on`)."""
+        field = info.parent_type.fields[info.field_name]
+        agent_id = agent_of(getattr(root, "row", None))
+        await check_on(info.context, agent_id, info.parent_type.name, info.field_name, field, info)
+        checked = self._checked_result(_next(root, info, *args, **kwargs), root, info)
+        return await checked if isawaitable(checked) else checked
 
     async def _root(
         self,

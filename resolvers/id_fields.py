@@ -1,9 +1,11 @@
 """The ownership table (STYLE.md 14): every id-typed field of the schema's arguments and
 inputs, the kind of object it names (:mod:`resolvers.kinds`) and what the caller needs of
-that object (:class:`Need`), in :data:`FIELDS`; and the walk that finds, in a root
-field's arguments, every id they hold, nested ones and lists included, with its rule.
-:mod:`resolvers.ownership` applies it. A field the table does not name raises
-:class:`UnmappedIdField`: its operation is refused (fail closed).
+that object (:class:`Need`), in :data:`FIELDS`; and the walk that finds, in a field's
+arguments (a root field's, or a nested field's such as ``Agent.memoryRecords``), every
+id they hold, nested ones and lists included, with its rule. :mod:`resolvers.ownership`
+applies it. A field the table does not name, or names with a rule that does not apply
+where the field is, raises :class:`UnmappedIdField`: its operation is refused (fail
+closed).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from enum import Enum
 from typing import Any
 
 from graphql import (
+    FieldNode,
     GraphQLField,
     GraphQLInputObjectType,
     GraphQLList,
@@ -40,10 +43,13 @@ class Need(Enum):
     MANAGE_AGENT = "manage agent"  # an admin, or INSERT on <ns>.Agent
     OPEN_SESSION = "open session"  # the agent itself, an admin, or INSERT on <ns>.Session
     EACH = "each"  # read one by one by the field itself (nodes), through read()
+    # a nested field's: of the agent of the object the field is on, and readable as READ
+    OF_PARENT = "of parent"
 
 
 # Needs of the mutations of administrators and clients: the others are runtime operations.
 API_NEEDS = frozenset({Need.DELETE_MEMORY, Need.MANAGE_AGENT, Need.OPEN_SESSION})
+ROOTS = ("Query", "Mutation")
 
 Rule = tuple[Kind | None, Need]
 _ANCHOR, _MEMBER = Need.AGENT_ITSELF, Need.IN_REACH
@@ -108,6 +114,9 @@ _RULES: dict[str, dict[str, Rule]] = {
         "invocationId": (Kind.INVOCATION, _MEMBER),
     },
     "MemoryDecisionInput": {"recordId": (Kind.MEMORY_RECORD, _MEMBER)},
+    # the arguments of nested fields (Agent.memoryRecords)
+    "MemoryAsOf": {"turnId": (Kind.TURN, Need.OF_PARENT)},
+    "MemoryRecordFilter": {"sessionId": (Kind.SESSION, Need.OF_PARENT)},
 }
 FIELDS: dict[tuple[str, str], Rule] = {
     (owner, name): rule for owner, fields in _RULES.items() for name, rule in fields.items()
@@ -120,7 +129,7 @@ class UnmappedIdField(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One id-typed place of a root field's arguments."""
+    """One id-typed place of a field's arguments."""
 
     owner: str  # the FIELDS key's first part
     name: str
@@ -144,32 +153,40 @@ def _named_type(type_: Any) -> Any:
     return type_
 
 
-def _slots(owner: str, name: str, type_: Any, seen: frozenset[str]) -> Iterator[Slot]:
+def _slots(owner: str, name: str, type_: Any, seen: frozenset[str], nested: bool) -> Iterator[Slot]:
     named = _named_type(type_)
     if isinstance(named, GraphQLScalarType) and named.name in ID_SCALARS:
         rule = FIELDS.get((owner, name))
         if rule is None:
             raise UnmappedIdField(f"{owner}.{name} names an id the ownership table does not")
+        if (rule[1] is Need.OF_PARENT) != nested:
+            # a root field has no parent; a nested field's ids are checked against it only
+            where = "a nested field's" if nested else "a root field's"
+            raise UnmappedIdField(f"{owner}.{name}: {rule[1].value} is no rule for {where} id")
         yield Slot(owner, name, *rule)
     elif isinstance(named, GraphQLInputObjectType) and named.name not in seen:
         for field_name, field in named.fields.items():
-            yield from _slots(named.name, field_name, field.type, seen | {named.name})
+            yield from _slots(named.name, field_name, field.type, seen | {named.name}, nested)
 
 
 _PLANS: dict[tuple[str, str], tuple[Slot, ...]] = {}
 
 
 def slots_of(parent: str, field_name: str, field: GraphQLField) -> tuple[Slot, ...]:
-    """Every id-typed place of a root field's arguments, with its rule (computed once a
-    field: the schema does not change). Raises :class:`UnmappedIdField`."""
+    """Every id-typed place of a field's arguments, with its rule (computed once a field:
+    the schema does not change; a field without arguments has none). ``parent``: the
+    object type the field is on, ``Query`` or ``Mutation`` for a root field. Raises
+    :class:`UnmappedIdField`."""
     key = (parent, field_name)
-    if key not in _PLANS:
-        _PLANS[key] = tuple(
+    plan = _PLANS.get(key)
+    if plan is None:
+        nested = parent not in ROOTS
+        plan = _PLANS[key] = tuple(
             slot
             for arg_name, arg in field.args.items()
-            for slot in _slots(f"{parent}.{field_name}", arg_name, arg.type, frozenset())
+            for slot in _slots(f"{parent}.{field_name}", arg_name, arg.type, frozenset(), nested)
         )
-    return _PLANS[key]
+    return plan
 
 
 def is_runtime_operation(field_name: str, field: GraphQLField, slots: tuple[Slot, ...]) -> bool:
@@ -203,18 +220,23 @@ def _walk(type_: Any, value: Any, path: str, owner: str, name: str) -> Iterator[
 
 
 def argument_values(info: GraphQLResolveInfo[Any]) -> dict[str, Any]:
-    """A root field's arguments, as the executor coerces them (by their GraphQL names)."""
+    """A field's arguments, as the executor coerces them (by their GraphQL names)."""
     field = info.parent_type.fields[info.field_name]
-    variables: Any = info.variable_values
+    return arguments_at(field, info.field_nodes[0], info.variable_values)
+
+
+def arguments_at(field: GraphQLField, node: FieldNode, variable_values: Any) -> dict[str, Any]:
+    """The arguments ``node`` gives ``field``, coerced with the operation's variables."""
+    variables = variable_values
     if not isinstance(variables, VariableValues):  # strawberry hands on the coerced dict
         variables = VariableValues(sources={}, coerced=dict(variables or {}))
-    return get_argument_values(field, info.field_nodes[0], variables)
+    return get_argument_values(field, node, variables)
 
 
 def named_ids(
     parent: str, field_name: str, field: GraphQLField, values: dict[str, Any]
 ) -> list[Named]:
-    """The ids a root field's arguments hold."""
+    """The ids a field's arguments hold."""
     found: list[Named] = []
     for arg_name, arg in field.args.items():
         # a mutation's one ``input`` object stands for its arguments: its fields are named

@@ -55,12 +55,20 @@ BY_MODEL: dict[Any, Kind] = {kind.model: kind for kind in Kind}
 BY_TYPE: dict[str, Kind] = {kind.type_name: kind for kind in Kind}
 
 
-def needs_of(row: Any) -> list[tuple[Resource, uuid.UUID]] | None:
-    """What a reader needs to read ``row``: each resource of its kind, of its agent;
-    ``None`` for a row of no kind (principals, policies, deletions, keys: admins only)."""
+def agent_of(row: Any) -> uuid.UUID | None:
+    """The agent ``row`` belongs to; ``None`` for a row of no kind (or no row)."""
     kind = BY_MODEL.get(type(row))
     if kind is None:
         return None
-    agent_id = row.id if kind is Kind.AGENT else row.agent_id
+    agent_id: uuid.UUID = row.id if kind is Kind.AGENT else row.agent_id
+    return agent_id
+
+
+def needs_of(row: Any) -> list[tuple[Resource, uuid.UUID]] | None:
+    """What a reader needs to read ``row``: each resource of its kind, of its agent;
+    ``None`` for a row of no kind (principals, policies, deletions, keys: admins only)."""
+    agent_id = agent_of(row)
+    if agent_id is None:
+        return None
     memory = getattr(row, "memory_version_id", None) is not None
-    return [(resource, agent_id) for resource in kind.resources(memory=memory)]
+    return [(resource, agent_id) for resource in BY_MODEL[type(row)].resources(memory=memory)]

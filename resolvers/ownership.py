@@ -1,11 +1,13 @@
-"""Ownership is data (R10, R23, R50, R70, R71): every id an operation's arguments name,
+"""Ownership is data (R10, R23, R50, R70, R71): every id a field's arguments name,
 nested ones and lists included, is checked against the caller before the field runs.
 
 :data:`resolvers.id_fields.FIELDS` is the one table: for each id-typed argument or
 input field of the schema, the kind of object it names (:mod:`resolvers.kinds`; whose
 owner :mod:`resolvers.owners` finds) and what the caller needs of that object.
-:func:`check_arguments`, which the access gate calls for every root field, is the one
-function that applies it. An id field the table does not name
+:func:`check_arguments`, which the access gate calls for every root field, and
+:func:`check_on`, which it calls for a nested field that takes ids (and
+:mod:`resolvers.selection` for those a mutation's answer asks for, before it writes),
+are the functions that apply it. An id field the table does not name
 refuses its field (fail closed), so a new id field cannot skip the check; the test
 generated from the schema (tests/api/test_ownership.py) proves every field goes through
 it.
@@ -19,7 +21,10 @@ session, its preview or live world, committed or staged by that turn (else
 does not exist where it acts, R10). An id that names nothing is left to the resolver
 (``NOT_FOUND``, or left out of a list, as before). A reader's id needs the grants that
 read the object (``FORBIDDEN``, as before); what an open turn staged is ``NOT_FOUND`` to
-every reader until it commits (R12).
+every reader until it commits (R12). A nested field's id (``Agent.memoryRecords``'
+``asOf.turnId``, ``filter.sessionId``) is anchored on the object the field is on: it
+must name an object of that object's agent (else ``NOT_FOUND``, as for one that names
+nothing, R10), which the caller may read as a reader's id.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from resolvers.grants import Resource, caller_of, require, require_manage
 from resolvers.id_fields import (
     Named,
     Need,
+    Slot,
     UnmappedIdField,
     argument_values,
     is_runtime_operation,
@@ -187,6 +193,19 @@ async def _api(context: Context, need: Need, owner: Owner) -> None:
             raise ForbiddenError(f"not allowed: {decision.reason}")
 
 
+def _plan(parent: str, field_name: str, field: GraphQLField) -> tuple[Slot, ...]:
+    try:
+        return slots_of(parent, field_name, field)
+    except UnmappedIdField:
+        _log.error("%s.%s refused: an id field has no ownership rule", parent, field_name)
+        raise
+
+
+def takes_ids(parent: str, field_name: str, field: GraphQLField) -> bool:
+    """Whether the field's arguments may name an id (its plan is made once)."""
+    return bool(_plan(parent, field_name, field))
+
+
 async def check_arguments(context: Context, info: GraphQLResolveInfo[Any]) -> Acting | None:
     """Refuse a root field whose arguments name what the caller may not (the module's
     rule), before it runs; the agent its objects belong to, when one is named."""
@@ -203,11 +222,7 @@ async def check(
 ) -> Acting | None:
     """:func:`check_arguments` of a root field given its (coerced) argument values, or
     the resolve info to read them from."""
-    try:
-        slots = slots_of(parent, field_name, field)
-    except UnmappedIdField:
-        _log.error("%s refused: an id field has no ownership rule", field_name)
-        raise
+    slots = _plan(parent, field_name, field)
     caller = caller_of(context)
     runtime = parent == "Mutation" and is_runtime_operation(field_name, field, slots)
     if runtime and (caller.runtime is None or caller.via_tool):
@@ -241,3 +256,31 @@ async def check(
             await _api(context, n.need, owner)
         acting = acting or Acting(owner.agent_id, owner.namespace)
     return Acting(place.agent_id, place.namespace) if place is not None else acting
+
+
+async def check_on(
+    context: Context,
+    agent_id: uuid.UUID | None,
+    parent: str,
+    field_name: str,
+    field: GraphQLField,
+    arguments: GraphQLResolveInfo[Any] | dict[str, Any],
+) -> None:
+    """Refuse a nested field (``parent``.``field_name``, on an object of agent
+    ``agent_id``) whose arguments name what the caller may not, before it runs: every id
+    must name an object of that agent (else NOT_FOUND, alike for another agent's object
+    and for none at all, R10) that the caller may read (:func:`read`: FORBIDDEN without
+    the grants of its kind, R70, R71). ``agent_id`` None: the object is of no agent yet
+    (in the answer of a mutation that creates it), and no id names anything of it."""
+    slots = _plan(parent, field_name, field)
+    if not slots:
+        return
+    values = arguments if isinstance(arguments, dict) else argument_values(arguments)
+    named = named_ids(parent, field_name, field, values)
+    owners = await _owners(context, named)
+    for n in named:
+        owner = owners.get((n.kind, n.id))
+        if owner is None or owner.agent_id != agent_id:
+            what = "object" if n.kind is None else n.kind.label
+            raise NotFoundError(f"no {what} {n.id} of this agent", field=n.path)
+        await read(context, n.kind, n.id)

@@ -9,7 +9,10 @@ kind, such as a principal, an admin), and a field with a permission class of a r
 (``Agent.sessions``, ``Agent.memoryRecords``) that resource. The objects a payload that
 answers its mutation's own row (:class:`resolvers.types.base.MutationResult`) names are
 let through, as the access gate lets them through; what they lead to is not. All of it
-belongs to the one agent the mutation acts on (nothing links across agents, R10).
+belongs to the one agent the mutation acts on (nothing links across agents, R10), so
+the ids a nested field of the answer names (``agent { memoryRecords(asOf: {turnId}) }``)
+are checked against that agent here too, before the write, as the access gate checks
+them when the field runs (:func:`resolvers.ownership.check_on`).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from graphql import (
 
 from resolvers.context import Context
 from resolvers.grants import Resource, caller_of, decide, decide_in
+from resolvers.id_fields import arguments_at
 from resolvers.kinds import BY_MODEL, Kind
-from resolvers.ownership import Acting
+from resolvers.ownership import Acting, check_on, takes_ids
 from resolvers.types.base import MutationResult
 from server.errors import ForbiddenError
 
@@ -83,12 +87,16 @@ def _named(type_: Any) -> Any:
     return type_
 
 
+IdField = tuple[GraphQLObjectType, FieldNode]  # a field of the selection that takes ids
+
+
 def _walk(
     schema: GraphQLSchema,
     parent: Any,
     selections: SelectionSetNode,
     fragments: dict[str, FragmentDefinitionNode],
     out: set[Need],
+    ids: list[IdField],
 ) -> None:
     origin = _origin(parent) if isinstance(parent, GraphQLObjectType) else None
     let_through = isinstance(origin, type) and issubclass(origin, MutationResult)
@@ -98,6 +106,9 @@ def _walk(
             if name.startswith("__"):
                 continue
             out.update(_field_needs(parent, name))
+            field = parent.fields[name]
+            if field.args and takes_ids(parent.name, name, field):
+                ids.append((parent, selection))
             named = _named(parent.fields[name].type)
             types = schema.get_possible_types(named) if is_abstract_type(named) else [named]
             for type_ in types:
@@ -105,7 +116,7 @@ def _walk(
                     if not let_through:
                         out.update(type_needs(type_))
                     if selection.selection_set is not None:
-                        _walk(schema, type_, selection.selection_set, fragments, out)
+                        _walk(schema, type_, selection.selection_set, fragments, out, ids)
         else:
             fragment: Any = (
                 fragments.get(selection.name.value)
@@ -116,17 +127,19 @@ def _walk(
                 continue
             condition = fragment.type_condition
             narrowed = schema.get_type(condition.name.value) if condition is not None else None
-            _walk(schema, narrowed or parent, fragment.selection_set, fragments, out)
+            _walk(schema, narrowed or parent, fragment.selection_set, fragments, out, ids)
 
 
-def selection_needs(info: GraphQLResolveInfo[Any]) -> set[Need]:
-    """Every grant the field's selection may need, read from the schema."""
+def selection_needs(info: GraphQLResolveInfo[Any]) -> tuple[set[Need], list[IdField]]:
+    """Every grant the field's selection may need, read from the schema, and the fields
+    in it that take ids."""
     out: set[Need] = set()
+    ids: list[IdField] = []
     named = _named(info.return_type)
     for node in info.field_nodes:
         if node.selection_set is not None:
-            _walk(info.schema, named, node.selection_set, info.fragments, out)
-    return out
+            _walk(info.schema, named, node.selection_set, info.fragments, out, ids)
+    return out, ids
 
 
 async def require_selection(
@@ -135,7 +148,12 @@ async def require_selection(
     """FORBIDDEN, before the mutation runs, when its answer would show what the caller
     may not read. ``acting``: the agent the mutation acts on; else ``namespace``, where
     it creates one."""
-    needs = selection_needs(info)
+    needs, ids = selection_needs(info)
+    for parent, node in ids:
+        field = parent.fields[node.name.value]
+        values = arguments_at(field, node, info.variable_values)
+        agent_id = acting.agent_id if acting is not None else None
+        await check_on(context, agent_id, parent.name, node.name.value, field, values)
     if not needs:
         return
     caller = caller_of(context)

@@ -10,7 +10,6 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
-from resolvers.grants import Resource, require
 from resolvers.permissions import CanReadMemory, CanReadSessions
 from resolvers.types.base import LabelInput, Node, column, later, node_id, related
 from resolvers.types.enums import ListOrder, MemoryStatus, Scope
@@ -81,17 +80,16 @@ class MemoryAsOfInput:
 
 
 async def _moment(info: Info, agent: models.Agent, as_of: MemoryAsOfInput) -> Moment:
-    """The moment ``as_of`` names; a turn must be the agent's and readable (R70, R71)."""
+    """The moment ``as_of`` names. That a turn is the agent's and readable (R10, R70)
+    was checked before the field ran (resolvers/ownership.py, ``check_on``)."""
     if (as_of.turn_id is None) == (as_of.time is None):
         raise BadInputError("asOf takes a turnId or a time, one of them", field="asOf")
     if as_of.time is not None:
         return memory_as_of.moment_at(agent_id=agent.id, at=as_of.time)
     assert as_of.turn_id is not None
-    moment = await memory_as_of.moment_of_turn(
+    return await memory_as_of.moment_of_turn(
         info.context.db, agent_id=agent.id, turn_id=as_of.turn_id
     )
-    await require(info.context, Resource.SESSION, agent.id, agent.namespace)
-    return moment
 
 
 @strawberry.type(

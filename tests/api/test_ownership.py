@@ -23,10 +23,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from graphql import GraphQLField, GraphQLObjectType
 from sqlalchemy.engine import URL
 
 from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
-from resolvers.kinds import Kind
+from resolvers.kinds import BY_TYPE, Kind
 from resolvers.ownership import check
 from server import migrate
 from server.database import Database
@@ -39,6 +40,9 @@ from tests.api.ownership_cases import (
     PLACES,
     SCHEMA,
     Case,
+    Path,
+    Place,
+    _places,
     base_variables,
     callers_of_field,
     coerced_arguments,
@@ -58,7 +62,17 @@ from tests.api.ownership_reads import (
     node_object,
     read_expected,
 )
-from tests.api.ownership_world import World, snapshot
+from tests.api.ownership_world import (
+    OTHER_AGENT,
+    OTHER_NAMESPACE,
+    OTHER_TURN,
+    OWN,
+    PREVIEW,
+    STAGED,
+    World,
+    distances,
+    snapshot,
+)
 from tests.conftest import Api
 
 
@@ -240,4 +254,109 @@ async def test_without_a_known_anchor_a_foreign_id_is_still_refused(
         "code": "NOT_FOUND",
         "field": "decisions[0].recordId",
     }
+    assert await snapshot(world.api) == baseline["rows"]
+
+
+# --- the ids of nested fields' arguments (Agent.memoryRecords' asOf.turnId, filter.sessionId)
+
+
+def id_places_of(type_name: str, field_name: str, definition: GraphQLField) -> list[Place]:
+    return [
+        place
+        for arg, a in definition.args.items()
+        for place in _places(
+            type_name, field_name, a.type, (arg,), f"{type_name}.{field_name}", arg
+        )
+    ]
+
+
+def _nested_places() -> list[tuple[str, str, str, Path, Kind]]:
+    """Every id-typed place of a nested field's arguments: (object type, field, argument,
+    path inside the argument's value, the kind it names), walked from the schema."""
+    found = []
+    for type_name, type_ in GRAPHQL.type_map.items():
+        if type_name in ("Query", "Mutation") or not isinstance(type_, GraphQLObjectType):
+            continue
+        if type_name.startswith("__"):
+            continue
+        for field_name, definition in type_.fields.items():
+            for slot in slots_of(type_name, field_name, definition):
+                assert slot.kind is not None, slot
+                for place in id_places_of(type_name, field_name, definition):
+                    if (place.owner, place.name) == (slot.owner, slot.name):
+                        found.append(
+                            (type_name, field_name, place.path[0], place.path[1:], slot.kind)
+                        )
+    return sorted(set(found), key=str)
+
+
+NESTED = _nested_places()
+_FAR = (OTHER_AGENT, OTHER_NAMESPACE, "nothing")
+NESTED_CASES = [
+    (place, reader, distance)
+    for place in NESTED
+    for reader in READERS
+    for distance in [*sorted(distances(place[4]) - {PREVIEW, STAGED, OTHER_TURN}), "nothing"]
+]
+
+
+def test_every_nested_id_place_has_an_ownership_rule() -> None:
+    """The nested fields that take ids are found from the schema and each has a rule of
+    its parent (slots_of raises on a nested id field without one: fail closed)."""
+    assert {(t, f, p[-1]) for t, f, _, p, _ in NESTED} >= {
+        ("Agent", "memoryRecords", "turnId"),
+        ("Agent", "memoryRecords", "sessionId"),
+    }
+
+
+def _nested_expected(reader: str, distance: str) -> str:
+    """NOT_FOUND for an id of another agent (as for one naming nothing, R10); else what
+    reading the session's object and the agent's memory needs (R70, R71)."""
+    if distance in _FAR:
+        return "NOT_FOUND"
+    return read_expected(reader, {"session", "memory"}, OWN)
+
+
+@pytest.mark.parametrize(
+    "case", NESTED_CASES, ids=lambda c: f"{c[0][0]}.{c[0][1]}.{c[0][2]}:{c[1]}:{c[2]}"
+)
+async def test_a_nested_foreign_id_is_refused(
+    world: World, case: tuple[tuple[str, str, str, Path, Kind], str, str]
+) -> None:
+    """An id in a nested field's arguments must name an object of the agent the field is
+    on (else NOT_FOUND, like an id naming nothing) that the reader may read (else
+    FORBIDDEN): another agent's turn never says what that agent knew (R10, R70)."""
+    (type_name, field_name, arg, path, kind), reader, distance = case
+    parent = world.at[BY_TYPE[type_name]][OWN]
+    named = str(uuid.uuid4()) if distance == "nothing" else world.at[kind][distance]
+    value: Any = named
+    for key in reversed(path):
+        value = {key: value}
+    arg_type = GRAPHQL.get_type(type_name).fields[field_name].args[arg].type  # type: ignore[union-attr]
+    result = await SCHEMA.execute(
+        f"query($id: ID!, $v: {arg_type}) {{ node(id: $id) {{ ... on {type_name} {{"
+        f" {field_name}(first: 5, {arg}: $v) {{ totalCount }} }} }} }}",
+        variable_values={"id": parent, "v": value},
+        context_value=context_as(world, READERS[reader](world)),
+    )
+    want = _nested_expected(reader, distance)
+    code = (result.errors[0].extensions or {}).get("code") if result.errors else "OK"
+    assert code == want, (result.errors, result.data)
+    if want != "OK":
+        assert result.data == {"node": None} or result.data is None, result.data
+
+
+async def test_a_mutation_whose_answer_names_a_foreign_turn_writes_nothing(
+    world: World, baseline: dict[str, dict[str, str]]
+) -> None:
+    """A mutation's answer that asks for another agent's turn in a nested field is
+    refused before the write: the session is not opened (R10, R71)."""
+    variables = {"agent": world.lives["A"].agent, "t": world.at[Kind.TURN][OTHER_AGENT]}
+    result = await SCHEMA.execute(
+        "mutation($agent: ID!, $t: ID!) { createSession(input: {agentId: $agent}) {"
+        " session { agent { memoryRecords(first: 5, asOf: {turnId: $t}) { totalCount } } } } }",
+        variable_values=variables,
+        context_value=context_as(world, CALLERS["runtime of A"](world)),
+    )
+    assert result.errors and (result.errors[0].extensions or {}).get("code") == "NOT_FOUND"
     assert await snapshot(world.api) == baseline["rows"]

@@ -1,0 +1,131 @@
+"""The request path over HTTP: kept callers honour every revocation on the next request
+(R70, R71; docs/security.md, "Tokens checked on every request"), a connection the
+server dropped is replaced without a failed request, and the statements a runtime sends
+stay prepared on their connection (docs/scaling.md, "The request path")."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import URL
+
+from server.app import create_app
+from server.database import Database
+from server.embedding import Embedder
+from server.settings import Settings
+from tests.api.scenario import Scenario, memory_config
+from tests.auth_helpers import bearer
+from tests.conftest import Api
+
+AGENT = "query($id: UUID!) { agentById: node(id: $id) { id } }"
+MEMORY = "query($id: UUID!) { agentMemory(id: $id) { current { summary } } }"
+
+
+@pytest.fixture
+async def own_database(settings: Settings) -> AsyncIterator[Database]:
+    """A pool of its own (two connections at most), so that what a test does to its
+    connections touches no other test's."""
+    db = Database(settings.model_copy(update={"pool_size": 1}))
+    await db.connect()
+    yield db
+    await db.dispose()
+
+
+def _client(settings: Settings, database: Database, embedder: Embedder) -> httpx.AsyncClient:
+    app = create_app(
+        settings.model_copy(update={"dev": False}), database=database, embedder=embedder
+    )
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+
+
+async def _post(
+    client: httpx.AsyncClient, token: str, query: str, **variables: Any
+) -> dict[str, Any]:
+    response = await client.post(
+        "/graphql",
+        json={"query": query, "variables": variables},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    body: dict[str, Any] = response.json()
+    body["status"] = response.status_code
+    return body
+
+
+def _code(body: dict[str, Any]) -> str | None:
+    errors = body.get("errors")
+    return str(errors[0]["extensions"]["code"]) if errors else None
+
+
+class _Sent:
+    """The SQL statements sent through ``database`` while it counts."""
+
+    def __init__(self, database: Database) -> None:
+        self.engine = database.engine
+        assert self.engine is not None
+        self.statements: list[str] = []
+
+    def _count(self, _c: Any, _cur: Any, statement: str, *_: Any) -> None:
+        self.statements.append(statement)
+
+    def __enter__(self) -> list[str]:
+        assert self.engine is not None
+        event.listen(self.engine.sync_engine, "before_cursor_execute", self._count)
+        return self.statements
+
+    def __exit__(self, *_: object) -> None:
+        assert self.engine is not None
+        event.remove(self.engine.sync_engine, "before_cursor_execute", self._count)
+
+
+async def _memory_world(api: Api) -> tuple[Scenario, str, str]:
+    """An agent in a namespace of its own with one committed record: (its scenario, the
+    namespace, the record)."""
+    s = Scenario(api)
+    namespace = f"ns{uuid.uuid4().hex[:10]}"
+    await s.agent(memory_config(), namespace=namespace)
+    turn = await s.turn(await s.session())
+    record = await s.add_id(turn, "SENTINEL-kept caller")
+    await s.commit(turn)
+    return s, namespace, record
+
+
+async def test_a_dropped_connection_is_replaced_without_a_failed_request(
+    api: Api,
+    settings: Settings,
+    own_database: Database,
+    embedder: Embedder,
+    database_url: URL,
+) -> None:
+    """No ping precedes a request; a pooled connection whose server process ended (a
+    restart, a terminated backend) is replaced when it is taken from the pool, and the
+    request runs as if nothing happened."""
+    s, _, record = await _memory_world(api)
+    token = await bearer(api, kind="runtime", agent_id=s.agent_id)
+    assert own_database.engine is not None
+    backends: list[int] = []
+    event.listen(
+        own_database.engine.sync_engine,
+        "connect",
+        lambda connection, _: backends.append(connection.driver_connection.pgconn.backend_pid),
+    )
+    dsn = database_url.set(drivername="postgresql").render_as_string(hide_password=False)
+    async with _client(settings, own_database, embedder) as client:
+        for _ in range(3):
+            body = await _post(client, token, MEMORY, id=record)
+            assert body["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
+        assert backends
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for pid in backends:
+                conn.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        killed = list(backends)
+        for _ in range(3):
+            body = await _post(client, token, MEMORY, id=record)
+            assert body["status"] == 200 and _code(body) is None, body
+            assert body["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
+        assert set(backends) - set(killed), "a fresh connection took the dead one's place"

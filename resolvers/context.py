@@ -18,6 +18,7 @@ from server.database import Database
 from server.embedding import Embedder
 from server.errors import BadInputError, OutcomeUnknownError
 from server.services import idempotency
+from server.services.callers import Callers
 from server.services.chain import Caller
 from server.services.tools import CallRef
 from server.settings import Settings
@@ -35,6 +36,7 @@ class Context:
     credentials: Credentials | None = None
     response: Any = None
     deadline: Deadline | None = None
+    callers: Callers | None = None  # the server's kept callers; None: built every time
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
     decisions: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -158,6 +160,7 @@ def make_context(
     identity: Caller | None = None,
     credentials: Credentials | None = None,
     deadline: Deadline | None = None,
+    callers: Callers | None = None,
 ) -> Context:
     return Context(
         database=database,
@@ -168,6 +171,7 @@ def make_context(
         identity=identity,
         credentials=credentials,
         deadline=deadline,
+        callers=callers,
     )
 
 

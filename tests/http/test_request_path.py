@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text, update
 from sqlalchemy.engine import URL
 
 from server.app import create_app
 from server.database import Database
 from server.embedding import Embedder
+from server.models import Principal
+from server.services import auth, policies
 from server.settings import Settings
 from tests.api.scenario import Scenario, memory_config
 from tests.auth_helpers import bearer
@@ -93,6 +96,93 @@ async def _memory_world(api: Api) -> tuple[Scenario, str, str]:
     record = await s.add_id(turn, "SENTINEL-kept caller")
     await s.commit(turn)
     return s, namespace, record
+
+
+async def test_a_kept_caller_costs_one_lookup_and_a_revoked_grant_is_refused_next(
+    api: Api, settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """A client's caller is built once (its principal, its policies) and answers later
+    requests after one lookup; a grant removed, a binding removed, or a policy deleted
+    is honoured by the very next request, and granting again works at once (R70, R71)."""
+    _, namespace, record = await _memory_world(api)
+    issued_token = await bearer(api, kind="client")
+    policy = f"readers{uuid.uuid4().hex[:6]}"
+    async with database.session() as db:
+        principal = await auth.find_principal(db, ref=issued_token[: auth.PREFIX_LENGTH])
+        await policies.create_policy(db, namespace=namespace, name=policy)
+        for pattern in (f"{namespace}.AgentMemory.indexes.*", f"{namespace}.AgentMemory.document"):
+            await policies.add_grant(
+                db, namespace=namespace, name=policy, privilege="SELECT", pattern=pattern
+            )
+        await policies.bind(
+            db,
+            namespace=namespace,
+            name=policy,
+            subject_type="principal",
+            subject=str(principal.id),
+        )
+        await db.commit()
+
+    async def change(**kw: Any) -> None:
+        async with database.session() as db:
+            for name, call in kw.items():
+                await getattr(policies, name)(db, namespace=namespace, name=policy, **call)
+            await db.commit()
+
+    async with _client(settings, database, embedder) as client:
+        with _Sent(database) as built:
+            first = await _post(client, issued_token, MEMORY, id=record)
+        assert first["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
+        with _Sent(database) as kept:
+            again = await _post(client, issued_token, "{ __typename }")
+        assert again["data"] == {"__typename": "Query"}
+        assert len(kept) == 1, kept  # the token's lookup, nothing else
+        assert len(built) > len(kept) + 1  # the first also read the policies and the record
+
+        grant = {"privilege": "SELECT", "pattern": f"{namespace}.AgentMemory.document"}
+        await change(remove_grant=grant)
+        refused = await _post(client, issued_token, MEMORY, id=record)
+        assert _code(refused) == "FORBIDDEN" and "SENTINEL" not in str(refused)
+        await change(add_grant=grant)
+        granted = await _post(client, issued_token, MEMORY, id=record)
+        assert granted["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
+
+        binding = {"subject_type": "principal", "subject": str(principal.id)}
+        await change(unbind=binding)
+        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "FORBIDDEN"
+        await change(bind=binding)
+        assert _code(await _post(client, issued_token, MEMORY, id=record)) is None
+        await change(delete_policy={})
+        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "FORBIDDEN"
+
+
+async def test_a_kept_caller_is_refused_once_its_token_is_revoked_or_expired(
+    api: Api, settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """Revoking a token, or its expiry passing, is honoured by the next request: 401
+    UNAUTHENTICATED, and nothing ran."""
+    s, _, _ = await _memory_world(api)
+    runtime = await bearer(api, kind="runtime", agent_id=s.agent_id)
+    expiring = await bearer(api, kind="runtime", agent_id=s.agent_id)
+    async with _client(settings, database, embedder) as client:
+        for token in (runtime, expiring):
+            for _ in range(3):  # kept after the first
+                assert (await _post(client, token, "{ __typename }"))["status"] == 200
+        async with database.session() as db:
+            await auth.revoke_principal(db, ref=runtime[: auth.PREFIX_LENGTH])
+            await db.execute(
+                update(Principal)
+                .where(Principal.token_hash == auth.hash_token(expiring))  # type: ignore[arg-type]
+                .values(expires_at=datetime.now(UTC) + timedelta(milliseconds=300))
+            )
+            await db.commit()
+        revoked = await _post(client, runtime, "{ __typename }")
+        assert revoked["status"] == 401 and "revoked" in revoked["errors"][0]["message"]
+        assert (await _post(client, expiring, "{ __typename }"))["status"] == 200
+        async with database.session() as db:
+            await db.execute(text("SELECT pg_sleep(0.4)"))
+        expired = await _post(client, expiring, "{ __typename }")
+        assert expired["status"] == 401 and "expired" in expired["errors"][0]["message"]
 
 
 async def test_a_dropped_connection_is_replaced_without_a_failed_request(

@@ -151,5 +151,11 @@ async def _on_record(
         return [await act(ts, execution)]
 
     return await run_tool(
-        db, ref=ref, name=name, input={"id": str(record_id)}, output_key=output_key, body=body
+        db,
+        ref=ref,
+        name=name,
+        input={"id": str(record_id)},
+        output_key=output_key,
+        body=body,
+        writes=writes,
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -29,6 +30,7 @@ class TurnScope:
     config: HarnessConfig
     caller: Execution
     reader: Reader
+    started_at: datetime | None = None  # the database's clock when the scope was read
 
     @property
     def read_only(self) -> bool:
@@ -82,7 +84,7 @@ def _open_scope(by_caller: bool, exclusive: bool) -> Any:
     else:
         caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
     stmt = (
-        select(Turn, AgentVersion, Agent, Execution)
+        select(Turn, AgentVersion, Agent, Execution, func.clock_timestamp())
         .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
         .outerjoin(Execution, caller_of)
@@ -113,7 +115,7 @@ async def open_scope(
     row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None
-    _, version, agent, caller = row
+    _, version, agent, caller, started_at = row
     if caller_execution_id is not None:
         if caller is None or caller.turn_id != turn.id:
             raise NotFoundError(f"no execution {caller_execution_id} in this turn")
@@ -128,6 +130,7 @@ async def open_scope(
         config=config,
         caller=caller,
         reader=reader_for(turn, config),
+        started_at=started_at,
     )
 
 

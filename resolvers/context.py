@@ -98,9 +98,18 @@ class Context:
             )
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """End the operation's session. A transaction still open holds only reads (every
+        write commits or rolls back in its :meth:`unit`): it ends with COMMIT, which keeps
+        the connection's prepared statements, where a ROLLBACK makes the driver
+        deallocate them all (docs/scaling.md, "The request path")."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            if session.in_transaction() and session.is_active:
+                await session.commit()
+        finally:
+            await session.close()
 
 
 async def _commit(db: AsyncSession) -> None:

@@ -86,16 +86,17 @@ class _Sent:
         event.remove(self.engine.sync_engine, "before_cursor_execute", self._count)
 
 
-async def _memory_world(api: Api) -> tuple[Scenario, str, str]:
+async def _memory_world(api: Api) -> tuple[Scenario, str, str, str]:
     """An agent in a namespace of its own with one committed record: (its scenario, the
-    namespace, the record)."""
+    namespace, the record, its session)."""
     s = Scenario(api)
     namespace = f"ns{uuid.uuid4().hex[:10]}"
     await s.agent(memory_config(), namespace=namespace)
-    turn = await s.turn(await s.session())
+    session = await s.session()
+    turn = await s.turn(session)
     record = await s.add_id(turn, "SENTINEL-kept caller")
     await s.commit(turn)
-    return s, namespace, record
+    return s, namespace, record, session
 
 
 async def test_a_kept_caller_costs_one_lookup_and_a_revoked_grant_is_refused_next(
@@ -104,7 +105,7 @@ async def test_a_kept_caller_costs_one_lookup_and_a_revoked_grant_is_refused_nex
     """A client's caller is built once (its principal, its policies) and answers later
     requests after one lookup; a grant removed, a binding removed, or a policy deleted
     is honoured by the very next request, and granting again works at once (R70, R71)."""
-    _, namespace, record = await _memory_world(api)
+    _, namespace, record, _ = await _memory_world(api)
     issued_token = await bearer(api, kind="client")
     policy = f"readers{uuid.uuid4().hex[:6]}"
     async with database.session() as db:
@@ -161,7 +162,7 @@ async def test_a_kept_caller_is_refused_once_its_token_is_revoked_or_expired(
 ) -> None:
     """Revoking a token, or its expiry passing, is honoured by the next request: 401
     UNAUTHENTICATED, and nothing ran."""
-    s, _, _ = await _memory_world(api)
+    s, _, _, _ = await _memory_world(api)
     runtime = await bearer(api, kind="runtime", agent_id=s.agent_id)
     expiring = await bearer(api, kind="runtime", agent_id=s.agent_id)
     async with _client(settings, database, embedder) as client:
@@ -195,7 +196,7 @@ async def test_a_dropped_connection_is_replaced_without_a_failed_request(
     """No ping precedes a request; a pooled connection whose server process ended (a
     restart, a terminated backend) is replaced when it is taken from the pool, and the
     request runs as if nothing happened."""
-    s, _, record = await _memory_world(api)
+    s, _, record, _ = await _memory_world(api)
     token = await bearer(api, kind="runtime", agent_id=s.agent_id)
     assert own_database.engine is not None
     backends: list[int] = []
@@ -219,3 +220,33 @@ async def test_a_dropped_connection_is_replaced_without_a_failed_request(
             assert body["status"] == 200 and _code(body) is None, body
             assert body["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
         assert set(backends) - set(killed), "a fresh connection took the dead one's place"
+
+
+SEARCH = """mutation($turn: UUID!, $q: String!) {
+  searchMemory(input: {turnId: $turn, query: $q}) { execution { id status } results { score } } }"""
+
+
+async def test_a_runtimes_statements_stay_prepared_on_its_connection(
+    api: Api, settings: Settings, own_database: Database, embedder: Embedder
+) -> None:
+    """After a search the connection goes back to the pool with its transaction
+    committed and nothing run after it, so the statements the driver prepared (those
+    sent five times) stay prepared: no ROLLBACK, which would make it deallocate them
+    all. Checked on the server, in pg_prepared_statements of the pool's connection."""
+    s, _, _, session = await _memory_world(api)
+    token = await bearer(api, kind="runtime", agent_id=s.agent_id)
+    turn = await s.turn(session)
+    async with _client(settings, own_database, embedder) as client:
+        for i in range(8):
+            body = await _post(client, token, SEARCH, turn=turn, q=f"kept caller {i}")
+            assert body["data"]["searchMemory"]["execution"]["status"] == "SUCCEEDED", body
+            assert body["data"]["searchMemory"]["results"]
+    assert own_database.engine is not None
+    async with own_database.engine.connect() as conn:
+        prepared = (
+            await conn.execute(text("SELECT statement FROM pg_prepared_statements"))
+        ).scalars()
+        statements = [" ".join(p.split()) for p in prepared]
+    # the token's lookup, the turn's scope and the ranking were sent eight times each
+    assert any("FROM principals" in p for p in statements), statements
+    assert any("FROM turns JOIN agent_versions" in p for p in statements), statements

@@ -32,6 +32,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -74,8 +76,10 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def served(url: Any) -> AsyncIterator[str]:
-    """``agent-memory serve`` on a free port, against ``url``; its base URL once healthy."""
+async def served(url: Any, tree: Path | None = None) -> AsyncIterator[str]:
+    """``agent-memory serve`` on a free port, against ``url``; its base URL once healthy.
+    ``tree``: another checkout of the project to serve instead of this one (its code, this
+    interpreter; the schema as this tree migrated it)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -85,9 +89,12 @@ async def served(url: Any) -> AsyncIterator[str]:
         "AGENT_MEMORY_LOG_LEVEL": "warning",
         "HF_HUB_OFFLINE": "1",
     }
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"],
+        [sys.executable, "-m", "server.cli", "serve", *(["--no-migrate"] if tree else [])],
         env=env,
+        cwd=tree,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -129,82 +136,121 @@ async def _timed(call: Callable[[], Awaitable[Any]], into: list[float]) -> Any:
     return out
 
 
+@dataclass
+class _Figures:
+    """One server's timings, in seconds."""
+
+    trivial: list[float] = field(default_factory=list)
+    search: list[float] = field(default_factory=list)
+    embedding: list[float] = field(default_factory=list)
+    turn: list[float] = field(default_factory=list)
+    steps: dict[str, list[float]] = field(
+        default_factory=lambda: {"begin": [], "recall": [], "add": [], "commit": []}
+    )
+    rps: list[float] = field(default_factory=list)
+
+
 async def measure(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -> dict[str, Any]:
     """The HTTP figures of ``owner`` (an agent of the loaded table): prints the tables and
-    returns the figures, with the targets' ratios."""
+    returns the figures, with the targets' ratios.
+
+    With ``BENCH_BASELINE_TREE`` naming another checkout of the project (``git archive
+    <commit> | tar -x -C <dir>``), its server is measured too, in alternating rounds
+    with this tree's, and the tables compare the two."""
+    baseline = os.environ.get("BENCH_BASELINE_TREE")
     db = ctx["db"]
     async with db.session() as s:
         issued = await auth.create_principal(
             s, kind="runtime", name="bench", agent_id=owner.agent_id
         )
         open_turns = [
-            (await turns.begin_turn(s, session_id=owner.session_id)).turn.id
+            str((await turns.begin_turn(s, session_id=owner.session_id)).turn.id)
             for _ in range(p["clients"] + 1)
         ]
-        turn_session = (await agents.create_session(s, agent_id=owner.agent_id)).id
+        turn_session = str((await agents.create_session(s, agent_id=owner.agent_id)).id)
         await s.commit()
     model = common.embedder(cache=False)
     vocabulary = common.extra_words(20_000, seed=2)
-    texts = iter(common.zipf_texts(40_000, words=5, vocabulary=vocabulary, seed=99))
+    texts = iter(common.zipf_texts(80_000, words=5, vocabulary=vocabulary, seed=99))
     headers = {"Authorization": f"Bearer {issued.token}"}
-    trivial: list[float] = []
-    search: list[float] = []
-    embedding: list[float] = []
-    turn: list[float] = []
-    steps: dict[str, list[float]] = {"begin": [], "recall": [], "add": [], "commit": []}
     cleanup = psycopg.connect(common.dsn(ctx["url"]), autocommit=True)
+    trees: list[Path | None] = [None] if baseline is None else [None, Path(baseline)]
+    figures = {tree: _Figures() for tree in trees}
+    rounds = 1 if baseline is None else 2
+    order = [t for r in range(rounds) for t in (trees if r % 2 == 0 else trees[::-1])]
     try:
-        async with (
-            served(ctx["url"]) as base,
-            httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http,
-        ):
-            client = _Client(http)
-            search_turn = str(open_turns[0])
-
-            async def one_search() -> None:
-                await client.ok(SEARCH, turn=search_turn, q=next(texts))
-
-            async def one_embedding() -> None:
-                await model.embed_one(f"{next(texts)} {uuid.uuid4().hex[:6]}")
-
-            async def one_turn() -> None:
-                async def begin() -> str:
-                    got = await client.ok(BEGIN, s=str(turn_session))
-                    return str(got["beginTurn"]["turn"]["id"])
-
-                t = await _timed(begin, steps["begin"])
-                await _timed(lambda: client.ok(RECALL, t=t, q=next(texts)), steps["recall"])
-                await _timed(lambda: client.ok(ADD, t=t, s=next(texts)), steps["add"])
-                await _timed(lambda: client.ok(COMMIT, t=t), steps["commit"])
-
-            warm = [lambda: client.ok(TRIVIAL), one_search, one_embedding, one_turn]
-            for call in warm * 3:
-                await call()
-            cleanup.execute(_CLEANUP, {"s": turn_session})
-            for name in steps:
-                steps[name].clear()
-            for _ in range(p["http"]):
-                await _timed(lambda: client.ok(TRIVIAL), trivial)
-                await _timed(one_search, search)
-                await _timed(one_embedding, embedding)
-            for _ in range(p["turns"]):
-                for _ in range(4):
-                    await _timed(lambda: client.ok(TRIVIAL), trivial)
-                await _timed(one_embedding, embedding)
-                await _timed(one_turn, turn)
-                await _timed(one_embedding, embedding)
-                cleanup.execute(_CLEANUP, {"s": turn_session})
-            rps = await _throughput(http, [str(t) for t in open_turns[1:]], texts, p)
+        for tree in order:
+            async with (
+                served(ctx["url"], tree) as base,
+                httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http,
+            ):
+                out = figures[tree]
+                await _round(_Client(http), model, texts, cleanup, p, out, open_turns, turn_session)
+                out.rps.append(await _throughput(http, open_turns[1:], texts, p))
     finally:
         cleanup.execute(_CLEANUP, {"s": turn_session})
         cleanup.close()
         model.close()
-    return _report(p, trivial, search, embedding, turn, steps, rps)
+    report = _report(p, figures[None])
+    if baseline is not None:
+        report["baseline"] = _report(p, figures[Path(baseline)], title=f"baseline {baseline}")
+        _compare(report["baseline"], report)
+    return report
+
+
+async def _round(
+    client: _Client,
+    model: Any,
+    texts: Any,
+    cleanup: psycopg.Connection[Any],
+    p: dict[str, Any],
+    out: _Figures,
+    open_turns: list[str],
+    turn_session: str,
+) -> None:
+    """One server's measurement: trivial, search and embedding interleaved, then whole
+    turns interleaved with their four trivial requests and two embeddings."""
+
+    async def one_search() -> None:
+        await client.ok(SEARCH, turn=open_turns[0], q=next(texts))
+
+    async def one_embedding() -> None:
+        await model.embed_one(f"{next(texts)} {uuid.uuid4().hex[:6]}")
+
+    async def one_turn(steps: dict[str, list[float]]) -> None:
+        async def begin() -> str:
+            got = await client.ok(BEGIN, s=turn_session)
+            return str(got["beginTurn"]["turn"]["id"])
+
+        t = await _timed(begin, steps["begin"])
+        await _timed(lambda: client.ok(RECALL, t=t, q=next(texts)), steps["recall"])
+        await _timed(lambda: client.ok(ADD, t=t, s=next(texts)), steps["add"])
+        await _timed(lambda: client.ok(COMMIT, t=t), steps["commit"])
+
+    warm = _Figures()
+    for _ in range(3):
+        await client.ok(TRIVIAL)
+        await one_search()
+        await one_embedding()
+        await one_turn(warm.steps)
+    cleanup.execute(_CLEANUP, {"s": turn_session})
+    for _ in range(p["http"]):
+        await _timed(lambda: client.ok(TRIVIAL), out.trivial)
+        await _timed(one_search, out.search)
+        await _timed(one_embedding, out.embedding)
+    for _ in range(p["turns"]):
+        for _ in range(4):
+            await _timed(lambda: client.ok(TRIVIAL), out.trivial)
+        await _timed(one_embedding, out.embedding)
+        await _timed(lambda: one_turn(out.steps), out.turn)
+        await _timed(one_embedding, out.embedding)
+        cleanup.execute(_CLEANUP, {"s": turn_session})
 
 
 async def _throughput(
     http: httpx.AsyncClient, open_turns: list[str], texts: Any, p: dict[str, Any]
 ) -> float:
+    """searchMemory requests/s with one client per open turn."""
     client = _Client(http)
     done = 0
     stop = time.perf_counter() + p["seconds"]
@@ -220,35 +266,27 @@ async def _throughput(
     return done / (time.perf_counter() - start)
 
 
-def _report(
-    p: dict[str, Any],
-    trivial: list[float],
-    search: list[float],
-    embedding: list[float],
-    turn: list[float],
-    steps: dict[str, list[float]],
-    rps: float,
-) -> dict[str, Any]:
-    t, s, e, w = _p50(trivial), _p50(search), _p50(embedding), _p50(turn)
-    search_floor = t + e
+def _report(p: dict[str, Any], f: _Figures, *, title: str = "") -> dict[str, Any]:
+    t, s, e, w = _p50(f.trivial), _p50(f.search), _p50(f.embedding), _p50(f.turn)
+    rps = statistics.median(f.rps)
     turn_floor = 4 * t + 2 * e
     size = f"{p['agents'][-1]:,}"
     common.table(
-        f"(b) over HTTP, one client, {size} records/agent: p50 ms",
+        f"(b) over HTTP, one client, {size} records/agent: p50 ms {title}",
         ["request", "p50", "p99"],
         [
-            ("{ __typename }", t, _p99(trivial)),
-            ("embedding alone", e, _p99(embedding)),
-            ("searchMemory", s, _p99(search)),
-            *((f"  turn: {name}", _p50(v), _p99(v)) for name, v in steps.items()),
-            ("whole turn", w, _p99(turn)),
+            ("{ __typename }", t, _p99(f.trivial)),
+            ("embedding alone", e, _p99(f.embedding)),
+            ("searchMemory", s, _p99(f.search)),
+            *((f"  turn: {name}", _p50(v), _p99(v)) for name, v in f.steps.items()),
+            ("whole turn", w, _p99(f.turn)),
         ],
     )
     common.table(
-        "request path targets (issue 23, target 4)",
+        f"request path targets (issue 23, target 4) {title}",
         ["figure", "value", "target"],
         [
-            ("searchMemory - (trivial + embedding), ms", s - search_floor, f"<= {SEARCH_SLACK_MS}"),
+            ("searchMemory - (trivial + embedding), ms", s - t - e, f"<= {SEARCH_SLACK_MS}"),
             ("turn / (4 trivial + 2 embeddings)", w / turn_floor, f"<= {TURN_FACTOR}"),
             (f"searchMemory requests/s, {p['clients']} clients", rps, ""),
         ],
@@ -257,18 +295,49 @@ def _report(
         "b_http": {
             "records_per_agent": p["agents"][-1],
             "p50_ms": s,
-            "p99_ms": _p99(search),
+            "p99_ms": _p99(f.search),
             "trivial_p50_ms": t,
             "embedding_p50_ms": e,
-            "search_over_floor_ms": s - search_floor,
-            "search_target_met": s - search_floor <= SEARCH_SLACK_MS,
+            "search_over_floor_ms": s - t - e,
+            "search_target_met": s - t - e <= SEARCH_SLACK_MS,
             "turn_p50_ms": w,
-            "turn_steps_p50_ms": {name: _p50(v) for name, v in steps.items()},
+            "turn_steps_p50_ms": {name: _p50(v) for name, v in f.steps.items()},
             "turn_ratio": w / turn_floor,
             "turn_target_met": w / turn_floor <= TURN_FACTOR,
         },
         "c_rps": {"clients": p["clients"], "requests_per_s": rps},
     }
+
+
+def _compare(before: dict[str, Any], after: dict[str, Any]) -> None:
+    b, a = before["b_http"], after["b_http"]
+    rows = [
+        (name, b[key], a[key])
+        for name, key in (
+            ("{ __typename } p50 ms", "trivial_p50_ms"),
+            ("embedding alone p50 ms", "embedding_p50_ms"),
+            ("searchMemory p50 ms", "p50_ms"),
+            ("searchMemory - (trivial + embedding), ms", "search_over_floor_ms"),
+            ("whole turn p50 ms", "turn_p50_ms"),
+            ("turn / (4 trivial + 2 embeddings)", "turn_ratio"),
+        )
+    ]
+    rows += [
+        (f"  turn: {k} p50 ms", b["turn_steps_p50_ms"][k], v)
+        for k, v in a["turn_steps_p50_ms"].items()
+    ]
+    rows.append(
+        (
+            "searchMemory requests/s",
+            before["c_rps"]["requests_per_s"],
+            after["c_rps"]["requests_per_s"],
+        )
+    )
+    common.table(
+        "before (baseline tree) and after (this tree), same run",
+        ["figure", "before", "after"],
+        rows,
+    )
 
 
 def _p99(seconds: list[float]) -> float:

@@ -96,8 +96,15 @@ async def add_memory(
         forward = _refused()  # the body refuses such input before it needs a vector
     embedding = asyncio.ensure_future(forward)
     try:
+        # a new record refuses only before it writes; a replacement may after (CONFLICT)
         return await run_tool(
-            db, ref=ref, name="add_memory", input=args, output_key="memories", body=body
+            db,
+            ref=ref,
+            name="add_memory",
+            input=args,
+            output_key="memories",
+            body=body,
+            atomic=replaces is not None,
         )
     finally:
         if not embedding.done():

@@ -90,17 +90,6 @@ def version_set_digest(versions: Iterable[uuid.UUID]) -> bytes:
 
 
 @built_once
-def _holding_caller() -> Any:
-    """Locks the caller's execution (parameter ``caller``): one recall of a conversation
-    at a time."""
-    return (
-        select(col(Execution.id))
-        .where(col(Execution.id) == bindparam("caller"))
-        .with_for_update(key_share=True)
-    )
-
-
-@built_once
 def _earlier_recall() -> Any:
     """The recorded recall of a conversation (parameter ``caller``) that returned the
     versions of a digest (``digest``): one probe of ``ix_executions_recall_digest``."""
@@ -119,12 +108,12 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     """Recall for the caller's next model call (R42-R44); see the module docstring."""
     # the query's embedding runs while the turn is read and the conversation locked
     async with embedding_started(embedder, query, maximum=MAX_WORK) as embedding:
-        scope = await open_call(db, ref)
+        # One recall at a time per conversation (its caller's row is locked with the
+        # turn's), so the repeat check sees every earlier one.
+        scope = await open_call(db, ref, hold_caller=True)
         ensure_memory_enabled(scope)
         text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
         search = scope.config.memory.search
-        # One recall at a time per conversation, so the repeat check sees every earlier one.
-        await db.execute(_holding_caller(), {"caller": scope.caller.id})
         items, tokens = await ranked_by(
             db,
             embedder,

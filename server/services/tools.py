@@ -56,10 +56,16 @@ class ToolResult(Generic[I]):
     items: list[I]
 
 
-async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
-    """The call's turn scope (:func:`server.services.turn_scope.open_scope`), and its
-    invocation, which must be a model call of the calling execution."""
-    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
+async def open_call(db: AsyncSession, ref: CallRef, *, hold_caller: bool = False) -> TurnScope:
+    """The call's turn scope (:func:`server.services.turn_scope.open_scope`, ``hold_caller``
+    locking the calling execution), and its invocation, which must be a model call of the
+    calling execution."""
+    scope = await open_scope(
+        db,
+        turn_id=ref.turn_id,
+        caller_execution_id=ref.caller_execution_id,
+        hold_caller=hold_caller,
+    )
     if ref.invocation_id is not None:
         invocation = await db.get(Invocation, ref.invocation_id)
         if invocation is None or invocation.execution_id != scope.caller.id:
@@ -79,6 +85,7 @@ async def record_tool(
     output: Callable[[T], dict[str, Any]],
     scope: TurnScope | None = None,
     writes: bool = True,
+    atomic: bool | None = None,
 ) -> tuple[Execution, T]:
     """Run a native tool as an execution of the calling execution (R25, R43, R63).
 
@@ -87,10 +94,11 @@ async def record_tool(
     ``tool.result`` event's payload. What the call records (its usage, its RETRIEVED
     uses, its event, its execution) is written in one statement when it ends
     (:mod:`server.services.tool_ledger`). ``writes``: ``body`` writes rows that name
-    the execution (memory versions), so the execution's row is inserted first and
-    ``body`` runs in a savepoint; a body that writes nothing else needs neither. A
-    refusal (a :class:`DomainError`) changes nothing of ``body``'s, is recorded as a
-    failed execution with a ``tool.error`` event, committed, and raised.
+    the execution (memory versions), so the execution's row is inserted first.
+    ``atomic`` (by default ``writes``): ``body`` may refuse after it wrote, so it runs
+    in a savepoint; a body that refuses only before writing needs none. A refusal (a
+    :class:`DomainError`) changes nothing of ``body``'s, is recorded as a failed
+    execution with a ``tool.error`` event, committed, and raised.
     """
     if scope is None:
         scope = await open_call(db, ref)
@@ -118,7 +126,7 @@ async def record_tool(
 
     with gathering(db, ledger):
         try:
-            if writes:
+            if writes if atomic is None else atomic:
                 async with db.begin_nested():
                     value = await body(scope, execution)
             else:
@@ -146,6 +154,7 @@ async def run_tool(
     more_output: Callable[[], dict[str, Any]] | None = None,
     scope: TurnScope | None = None,
     writes: bool = True,
+    atomic: bool | None = None,
 ) -> ToolResult[I]:
     """A listing tool (:func:`record_tool`): the output lists the items ``body`` returns
     under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
@@ -158,7 +167,15 @@ async def run_tool(
         }
 
     execution, items = await record_tool(
-        db, ref=ref, name=name, input=input, body=body, output=output, scope=scope, writes=writes
+        db,
+        ref=ref,
+        name=name,
+        input=input,
+        body=body,
+        output=output,
+        scope=scope,
+        writes=writes,
+        atomic=atomic,
     )
     return ToolResult(execution=execution, items=items)
 

@@ -87,11 +87,14 @@ def open_ledger(db: AsyncSession, execution_id: uuid.UUID) -> Ledger | None:
 def gathering(db: AsyncSession, ledger: Ledger) -> Iterator[Ledger]:
     """While the block runs, what is recorded on ``ledger.execution`` goes to ``ledger``."""
     ledgers: dict[uuid.UUID, Ledger] = db.info.setdefault(_OPEN, {})
-    ledgers[ledger.execution.id] = ledger
+    # the id taken now: after a failed flush the row's attributes are expired, and
+    # reading one would need the database
+    key = ledger.execution.id
+    ledgers[key] = ledger
     try:
         yield ledger
     finally:
-        ledgers.pop(ledger.execution.id, None)
+        ledgers.pop(key, None)
 
 
 async def close_call(

@@ -35,7 +35,7 @@ from server.services.review_memory import (
     Similar,
     apply_decisions,
     naming,
-    similar,
+    similar_each,
     vectors,
 )
 from server.services.review_window import (
@@ -134,10 +134,8 @@ async def compare_candidates(
     _, scope = await _open_review(db, review_id)
     checked = _candidates(scope, candidates)
     found = await vectors(embedder, [c.fields.text for c in checked])
-    return [
-        Compared(c, await similar(db, scope.reader, v, k))
-        for c, v in zip(checked, found, strict=True)
-    ]
+    near = await similar_each(db, scope.reader, found, k)
+    return [Compared(c, s) for c, s in zip(checked, near, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from sqlmodel import col
 from server.domain import review as rules
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
-from server.models import Execution, Invocation, MemoryReview
+from server.models import Execution, Invocation, MemoryReview, MemoryVersion
 from server.services.review_memory import (
     Candidate,
     Similar,
@@ -143,7 +143,7 @@ class Applied:
     review: MemoryReview
     execution: Execution
     output: dict[str, Any]
-    versions: list[uuid.UUID]
+    versions: list[MemoryVersion]  # every version written, in order
 
 
 async def apply_review(
@@ -184,7 +184,7 @@ async def apply_review(
         .execution_options(populate_existing=True, synchronize_session=False)
     )
     assert applied is not None
-    return Applied(applied, ended, output, [item.version.id for item in items])
+    return Applied(applied, ended, output, [item.version for item in items])
 
 
 def _candidates(

@@ -108,17 +108,16 @@ def _queries(count: int) -> Any:
 
 
 def _similar(reader: Reader, count: int, k: int) -> Any:
-    """:func:`similar_each`'s statement: for each query vector, a lateral ranking of the
-    records ``reader`` may change, ``distance + 0`` keeping the vector index out (the
-    agent's records are ranked exactly)."""
+    """:func:`similar_each`'s statement: the records ``reader`` may change, found once
+    (the gate evaluated once, not once per candidate), then for each query vector a
+    lateral ranking of them by cosine distance, exactly (newer first on ties)."""
     queries = _queries(count)
-    distance = col(MemoryVersion.embedding).op("<=>", return_type=Float)(queries.c.q)
-    top = (
+    changeable = (
         select(
             col(MemoryRecord.id).label("record_id"),
             col(MemoryVersion.id).label("version_id"),
-            distance.label("distance"),
             col(MemoryRecord.seq).label("seq"),
+            col(MemoryVersion.embedding).label("embedding"),
         )
         .select_from(MemoryRecord)
         .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
@@ -126,7 +125,18 @@ def _similar(reader: Reader, count: int, k: int) -> Any:
             record_condition(reader, purpose=Purpose.CHANGE),
             effective_status(reader) == "ACTIVE",
         )
-        .order_by(distance + 0, col(MemoryRecord.seq).desc())
+        .cte("changeable")
+        .prefix_with("MATERIALIZED")
+    )
+    distance = changeable.c.embedding.op("<=>", return_type=Float)(queries.c.q)
+    top = (
+        select(
+            changeable.c.record_id,
+            changeable.c.version_id,
+            distance.label("distance"),
+            changeable.c.seq,
+        )
+        .order_by(distance, changeable.c.seq.desc())
         .limit(k)
         .correlate(queries)
         .lateral("top")

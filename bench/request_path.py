@@ -17,7 +17,9 @@ runtime token of the measured agent, and the figures are p50s of the same run:
 - requests/s of ``searchMemory`` with concurrent clients.
 
 The three kinds of request are interleaved, so that a machine busy with other work
-weighs on all of them alike.
+weighs on all of them alike. ``BENCH_BASELINE_TREE`` (another checkout of the project)
+serves that tree beside this one and sends every measured request to both, in
+alternating order: the before/after table of docs/scaling.md, measured in one run.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,8 +157,8 @@ async def measure(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -
     returns the figures, with the targets' ratios.
 
     With ``BENCH_BASELINE_TREE`` naming another checkout of the project (``git archive
-    <commit> | tar -x -C <dir>``), its server is measured too, in alternating rounds
-    with this tree's, and the tables compare the two."""
+    <commit> | tar -x -C <dir>``), its server runs beside this tree's, every measured
+    request goes to both in alternating order, and the tables compare the two."""
     baseline = os.environ.get("BENCH_BASELINE_TREE")
     db = ctx["db"]
     async with db.session() as s:
@@ -175,22 +177,25 @@ async def measure(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -
     headers = {"Authorization": f"Bearer {issued.token}"}
     cleanup = psycopg.connect(common.dsn(ctx["url"]), autocommit=True)
     trees: list[Path | None] = [None] if baseline is None else [None, Path(baseline)]
-    figures = {tree: _Figures() for tree in trees}
-    rounds = 1 if baseline is None else 2
-    order = [t for r in range(rounds) for t in (trees if r % 2 == 0 else trees[::-1])]
     try:
-        for tree in order:
-            async with (
-                served(ctx["url"], tree) as base,
-                httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http,
-            ):
-                out = figures[tree]
-                await _round(_Client(http), model, texts, cleanup, p, out, open_turns, turn_session)
-                out.rps.append(await _throughput(http, open_turns[1:], texts, p))
+        async with AsyncExitStack() as stack:
+            runs = []
+            for tree in trees:
+                base = await stack.enter_async_context(served(ctx["url"], tree))
+                http = await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=base, headers=headers, timeout=30)
+                )
+                runs.append(
+                    _Run(_Client(http), model, texts, cleanup, open_turns, turn_session, tree)
+                )
+            await _interleaved(runs, p)
+            for run in runs:  # one server at a time, the other idle
+                run.out.rps.append(await _throughput(run.client.client, open_turns[1:], texts, p))
     finally:
         cleanup.execute(_CLEANUP, {"s": turn_session})
         cleanup.close()
         model.close()
+    figures = {run.tree: run.out for run in runs}
     report = _report(p, figures[None])
     if baseline is not None:
         report["baseline"] = _report(p, figures[Path(baseline)], title=f"baseline {baseline}")
@@ -198,53 +203,67 @@ async def measure(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -
     return report
 
 
-async def _round(
-    client: _Client,
-    model: Any,
-    texts: Any,
-    cleanup: psycopg.Connection[Any],
-    p: dict[str, Any],
-    out: _Figures,
-    open_turns: list[str],
-    turn_session: str,
-) -> None:
-    """One server's measurement: trivial, search and embedding interleaved, then whole
-    turns interleaved with their four trivial requests and two embeddings."""
+@dataclass
+class _Run:
+    """One server's client and what it measured."""
 
-    async def one_search() -> None:
-        await client.ok(SEARCH, turn=open_turns[0], q=next(texts))
+    client: _Client
+    model: Any
+    texts: Any
+    cleanup: psycopg.Connection[Any]
+    open_turns: list[str]
+    turn_session: str
+    tree: Path | None
+    out: _Figures = field(default_factory=_Figures)
 
-    async def one_embedding() -> None:
-        await model.embed_one(f"{next(texts)} {uuid.uuid4().hex[:6]}")
+    async def search(self) -> None:
+        await self.client.ok(SEARCH, turn=self.open_turns[0], q=next(self.texts))
 
-    async def one_turn(steps: dict[str, list[float]]) -> None:
+    async def embedding(self) -> None:
+        await self.model.embed_one(f"{next(self.texts)} {uuid.uuid4().hex[:6]}")
+
+    async def trivial(self) -> None:
+        await self.client.ok(TRIVIAL)
+
+    async def turn(self, steps: dict[str, list[float]]) -> None:
+        """begin, recall, add, commit; the record it added is removed after (untimed)."""
+
         async def begin() -> str:
-            got = await client.ok(BEGIN, s=turn_session)
+            got = await self.client.ok(BEGIN, s=self.turn_session)
             return str(got["beginTurn"]["turn"]["id"])
 
         t = await _timed(begin, steps["begin"])
-        await _timed(lambda: client.ok(RECALL, t=t, q=next(texts)), steps["recall"])
-        await _timed(lambda: client.ok(ADD, t=t, s=next(texts)), steps["add"])
-        await _timed(lambda: client.ok(COMMIT, t=t), steps["commit"])
+        await _timed(lambda: self.client.ok(RECALL, t=t, q=next(self.texts)), steps["recall"])
+        await _timed(lambda: self.client.ok(ADD, t=t, s=next(self.texts)), steps["add"])
+        await _timed(lambda: self.client.ok(COMMIT, t=t), steps["commit"])
 
-    warm = _Figures()
-    for _ in range(3):
-        await client.ok(TRIVIAL)
-        await one_search()
-        await one_embedding()
-        await one_turn(warm.steps)
-    cleanup.execute(_CLEANUP, {"s": turn_session})
-    for _ in range(p["http"]):
-        await _timed(lambda: client.ok(TRIVIAL), out.trivial)
-        await _timed(one_search, out.search)
-        await _timed(one_embedding, out.embedding)
-    for _ in range(p["turns"]):
+    async def a_turn(self) -> None:
+        """A whole turn between its four trivial requests and two embeddings."""
         for _ in range(4):
-            await _timed(lambda: client.ok(TRIVIAL), out.trivial)
-        await _timed(one_embedding, out.embedding)
-        await _timed(lambda: one_turn(out.steps), out.turn)
-        await _timed(one_embedding, out.embedding)
-        cleanup.execute(_CLEANUP, {"s": turn_session})
+            await _timed(self.trivial, self.out.trivial)
+        await _timed(self.embedding, self.out.embedding)
+        await _timed(lambda: self.turn(self.out.steps), self.out.turn)
+        await _timed(self.embedding, self.out.embedding)
+        self.cleanup.execute(_CLEANUP, {"s": self.turn_session})
+
+
+async def _interleaved(runs: list[_Run], p: dict[str, Any]) -> None:
+    """Every server warmed, then trivial, search and embedding, then whole turns, each
+    step sent to every server in turn, which goes first alternating."""
+    for run in runs:
+        for _ in range(3):
+            await run.trivial()
+            await run.search()
+            await run.turn(_Figures().steps)
+        run.cleanup.execute(_CLEANUP, {"s": run.turn_session})
+    for i in range(p["http"]):
+        for run in runs if i % 2 == 0 else runs[::-1]:
+            await _timed(run.trivial, run.out.trivial)
+            await _timed(run.search, run.out.search)
+            await _timed(run.embedding, run.out.embedding)
+    for i in range(p["turns"]):
+        for run in runs if i % 2 == 0 else runs[::-1]:
+            await run.a_turn()
 
 
 async def _throughput(

@@ -9,7 +9,9 @@
     the pages the other just read.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
-    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
+    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits),
+    beside the trivial request, the embedding alone and a whole runtime turn, with
+    the request path's targets (:mod:`bench.request_path`).
 (c) requests/s of ``searchMemory`` with concurrent clients.
 
 The full run's table holds 1M records (the measured agents and filler agents

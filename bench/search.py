@@ -9,7 +9,9 @@
     the pages the other just read.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
-    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
+    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits),
+    beside the trivial request, the embedding alone and a whole runtime turn, with
+    the request path's targets (:mod:`bench.request_path`).
 (c) requests/s of ``searchMemory`` with concurrent clients.
 
 The full run's table holds 1M records (the measured agents and filler agents
@@ -24,24 +26,19 @@ in its own database for the next run.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 import time
 from typing import Any
 
-import httpx
 import numpy as np
 import psycopg
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlmodel import col
 
-from bench import common
+from bench import common, request_path
 from server.domain.ranking_presets import DEFAULT_PRESET
 from server.models import MemoryVersion
-from server.services import auth, memory_ranking, turns
+from server.services import memory_ranking
 from server.storage.candidates import EXACT_BELOW
 from server.storage.hybrid_run import scan_settings
 
@@ -62,6 +59,7 @@ def plan(quick: bool) -> dict[str, Any]:
             "bases": 200,
             "queries": 60,
             "http": 40,
+            "turns": 20,
             "clients": 4,
             "seconds": 4.0,
         }
@@ -72,6 +70,7 @@ def plan(quick: bool) -> dict[str, Any]:
         "bases": 600,
         "queries": 200,
         "http": 150,
+        "turns": 60,
         "clients": 8,
         "seconds": 15.0,
     }
@@ -195,77 +194,6 @@ async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) ->
     return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def over_http(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -> dict[str, Any]:
-    db = ctx["db"]
-    async with db.session() as s:
-        issued = await auth.create_principal(
-            s, kind="runtime", name="bench", agent_id=owner.agent_id
-        )
-        open_turns = [
-            (await turns.begin_turn(s, session_id=owner.session_id)).turn.id
-            for _ in range(p["clients"] + 1)
-        ]
-        await s.commit()
-    port = _free_port()
-    env = {
-        **os.environ,
-        "AGENT_MEMORY_DATABASE_URL": ctx["url"].render_as_string(hide_password=False),
-        "AGENT_MEMORY_PORT": str(port),
-        "AGENT_MEMORY_DEV": "0",
-        "AGENT_MEMORY_LOG_LEVEL": "warning",
-        "HF_HUB_OFFLINE": "1",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {issued.token}"}
-    vocabulary = common.extra_words(20_000, seed=2)
-    texts = iter(common.zipf_texts(20_000, words=5, vocabulary=vocabulary, seed=99))
-    try:
-        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
-            for _ in range(120):
-                try:
-                    if (await client.get("/healthz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.5)
-
-            async def one(turn: Any) -> None:
-                body = {"query": SEARCH, "variables": {"turn": str(turn), "q": next(texts)}}
-                r = await client.post("/graphql", json=body)
-                data = r.json()
-                assert r.status_code == 200 and not data.get("errors"), data
-
-            single = await common.timed([lambda: one(open_turns[0])] * p["http"])
-            done = 0
-            stop = time.perf_counter() + p["seconds"]
-
-            async def worker(turn: Any) -> None:
-                nonlocal done
-                while time.perf_counter() < stop:
-                    await one(turn)
-                    done += 1
-
-            start = time.perf_counter()
-            await asyncio.gather(*(worker(t) for t in open_turns[1:]))
-            rps = done / (time.perf_counter() - start)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return {"http": single, "rps": rps}
-
-
 async def _run(quick: bool) -> dict[str, Any]:
     p = plan(quick)
     ctx = await load(p)
@@ -300,18 +228,7 @@ async def _run(quick: bool) -> dict[str, Any]:
         rows,
     )
     owner = ctx["owners"][len(p["agents"]) - 1]
-    b = await over_http(ctx, owner, p)
-    common.table(
-        f"(b) searchMemory over HTTP incl. embedding; (c) {p['clients']} concurrent clients",
-        ["records/agent", "p50 ms", "p99 ms", "requests/s"],
-        [(f"{p['agents'][-1]:,}", b["http"].p50, b["http"].p99, b["rps"])],
-    )
-    figures["b_http"] = {
-        "records_per_agent": p["agents"][-1],
-        "p50_ms": b["http"].p50,
-        "p99_ms": b["http"].p99,
-    }
-    figures["c_rps"] = {"clients": p["clients"], "requests_per_s": b["rps"]}
+    figures.update(await request_path.measure(ctx, owner, p))
     await ctx["db"].dispose()
     return figures
 

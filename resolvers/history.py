@@ -16,7 +16,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.idempotent import once, once_shown
+from resolvers.idempotent import once_shown
 from resolvers.kinds import Kind
 from resolvers.nodes import read_node
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, idempotency_key
@@ -205,7 +205,9 @@ class HistoryMutation:
             SearchHistoryInput, strawberry.argument(description="The tool's arguments.")
         ],
     ) -> SearchHistoryPayload:
-        async def run() -> dict[str, Any]:
+        Found = tuple[models.Execution, list[history_search.HistoryHit]]
+
+        async def run() -> tuple[Found, dict[str, Any]]:
             found = await history_search.search_history(
                 db,
                 info.context.embedder,
@@ -214,13 +216,19 @@ class HistoryMutation:
                 ids=input.ids,
                 limit=input.limit,
             )
-            return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
+            result = {
+                "execution": str(found.execution.id),
+                "hits": [h.to_json() for h in found.hits],
+            }
+            return (found.execution, found.hits), result
+
+        async def reload(result: dict[str, Any]) -> Found:
+            execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
+            assert execution is not None
+            return execution, await history_search.load_hits(db, result["hits"])
 
         db = info.context.db
-        result = await once(info, "searchHistory", input, run)
-        execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
-        assert execution is not None
-        hits = await history_search.load_hits(db, result["hits"])
+        (execution, hits), _ = await once_shown(info, "searchHistory", input, run, reload)
         return SearchHistoryPayload(
             execution=ExecutionType(row=execution),
             results=[HistoryResultType(hit=h) for h in hits],

@@ -14,7 +14,6 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.idempotent import reloaded
 from resolvers.types.base import LabelInput, Node, column, idempotency_key
 from resolvers.types.enums import Scope
 from resolvers.types.history import HistoryRole
@@ -237,14 +236,15 @@ def candidate_json(c: MemoryCandidateInput) -> dict[str, Any]:
     }
 
 
-async def versions_of(info: Info, ids: list[str]) -> list[MemoryVersionType]:
-    """The versions a stored result names, reloaded."""
-    rows = await reloaded(info.context.db, models.MemoryVersion, ids)
-    return [MemoryVersionType(row=r) for r in rows]
+async def version_rows(info: Info, ids: list[str]) -> list[models.MemoryVersion]:
+    """The versions a stored result names, reloaded in one statement, in its order."""
+    rows = await info.context.loaders.version.load_many([uuid.UUID(i) for i in ids])
+    return [r for r in rows if r is not None]
 
 
-async def review_type(info: Info, review_id: str) -> MemoryReviewType:
+async def review_row(info: Info, review_id: str) -> models.MemoryReview:
+    """A review a stored result names, read again."""
     row = await info.context.db.get(models.MemoryReview, uuid.UUID(review_id))
     assert row is not None
     await info.context.db.refresh(row)
-    return MemoryReviewType(row=row)
+    return row

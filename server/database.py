@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import psycopg
 from sqlalchemy import event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import AdaptedConnection
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -69,10 +72,10 @@ class Database:
             url,
             pool_size=self.settings.pool_size,
             max_overflow=self.settings.pool_size,
-            pool_pre_ping=True,
             connect_args={"options": f"-c statement_timeout={self.settings.statement_timeout_ms}"},
         )
         event.listen(self.engine.sync_engine, "connect", _register_types)
+        event.listen(self.engine.sync_engine, "checkout", _refuse_closed)
         self.sessionmaker = async_sessionmaker(
             self.engine, class_=SerialSession, expire_on_commit=False
         )
@@ -121,3 +124,25 @@ class Database:
 def _register_types(connection: AdaptedConnection, _record: object) -> None:
     """A new connection learns pgvector's adapters (and the project's binary arrays)."""
     connection.run_async(register_types)
+
+
+def _refuse_closed(connection: AdaptedConnection, _record: object, _proxy: object) -> None:
+    """A pooled connection the server has closed is replaced before use, without a round
+    trip (no ``pool_pre_ping``: a ``SELECT 1`` before every request).
+
+    An idle connection has nothing to read: PostgreSQL speaks only when asked, so a
+    readable socket means the server ended the session (a restart, a terminated backend:
+    its FATAL message and end of file), or, rarely, a parameter it reports changed; the
+    pool then opens a fresh connection in its place (``DisconnectionError``). A
+    connection lost without a word (a network cut) fails its first statement instead,
+    and SQLAlchemy then replaces every connection of the pool older than the failure.
+    """
+    driver = connection.driver_connection
+    try:
+        if driver is None or driver.closed:
+            raise DisconnectionError("the connection is closed")
+        readable, _, _ = select.select([driver.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error) as exc:  # no socket any more
+        raise DisconnectionError("the connection is closed") from exc
+    if readable:
+        raise DisconnectionError("the server closed the connection while it was idle")

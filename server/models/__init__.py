@@ -18,6 +18,7 @@ from server.models.agents import (
 )
 from server.models.auth import (
     Grant,
+    GrantsVersion,
     IdempotencyKey,
     MemoryDeletion,
     Policy,
@@ -44,6 +45,7 @@ __all__ = [
     "AgentVersion",
     "Execution",
     "Grant",
+    "GrantsVersion",
     "HistoryEvent",
     "HistoryPart",
     "IdempotencyKey",

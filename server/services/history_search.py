@@ -116,6 +116,7 @@ async def search_history(
         input=args,
         body=body,
         output=lambda hits: {"events": [h.to_json() for h in hits]},
+        writes=False,
     )
     return HistorySearch(execution=execution, hits=hits)
 

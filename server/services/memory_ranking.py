@@ -16,7 +16,7 @@ commits, R12), so the vector and keyword candidates are filtered without a join.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -32,6 +32,7 @@ from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.embedding import Embedder
+from server.embedding_packing import Vector
 from server.models import MemoryRecord, MemoryVersion, table
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
@@ -268,11 +269,17 @@ async def ranked_by(
     query: str,
     limit: int,
     filters: Filters = NO_FILTERS,
+    embedding: Awaitable[tuple[Vector, int]] | None = None,
 ) -> tuple[list[Found], int | None]:
     """:func:`ranked` as the agent version's ``harness.memory.search`` says (R6, R41): the
     query embedded unless the mode is lexical, its mode and minimum score. With the
-    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43)."""
-    vector, tokens = (None, None) if search.mode == "lexical" else await embedder.embed_one(query)
+    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43).
+    ``embedding``: the query's embedding, started by the caller as the call arrived."""
+    vector, tokens = (
+        (None, None)
+        if search.mode == "lexical"
+        else await (embedding if embedding is not None else embedder.embed_one(query))
+    )
     items = await ranked(
         db, reader, MemoryQuery(query, vector, search.mode, search.min_score, limit, filters)
     )

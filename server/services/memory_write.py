@@ -111,6 +111,7 @@ async def write_record(
             dropping=old[0].id if old and old[0].pinned else None,
         )
     embedded = await vector()
+    version_id = uuid.uuid4()
     record = MemoryRecord(
         id=record_id,
         agent_id=ts.turn.agent_id,
@@ -120,9 +121,8 @@ async def write_record(
         pinned=pinned,
         replaces_id=replaces,
         turn_id=ts.turn.id,
+        current_version_id=version_id,
     )
-    db.add(record)
-    await db.flush()
     version = new_version(
         ts,
         execution,
@@ -135,10 +135,9 @@ async def write_record(
         kind=fields.kind,
         labels=fields.labels,
         embedding=embedded,
+        id=version_id,
     )
-    db.add(version)
-    await db.flush()
-    record.current_version_id = version.id
+    db.add_all([record, version])  # one flush: the record, then its version
     await db.flush()
     items = [MemoryItem(record=record, version=version)]
     if old is not None and (old[0].preview or not ts.turn.preview):
@@ -169,6 +168,7 @@ async def delete_record(
         return await change_status(
             db, ts, execution, ref, record=record, version=version, status="DELETED"
         )
+    version_id = uuid.uuid4()
     marker = MemoryRecord(
         agent_id=ts.turn.agent_id,
         session_id=ts.turn.session_id,
@@ -177,12 +177,11 @@ async def delete_record(
         preview=True,
         replaces_id=record.id,
         turn_id=ts.turn.id,
+        current_version_id=version_id,
     )
-    db.add(marker)
-    await db.flush()
-    new = new_version(ts, execution, ref, record=marker, number=1, status="DELETED", like=version)
-    db.add(new)
-    await db.flush()
-    marker.current_version_id = new.id
+    new = new_version(
+        ts, execution, ref, record=marker, number=1, status="DELETED", like=version, id=version_id
+    )
+    db.add_all([marker, new])  # one flush: the record, then its version
     await db.flush()
     return MemoryItem(record=marker, version=new)

@@ -29,13 +29,13 @@ from sqlmodel import col
 from server.domain import review as rules
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
-from server.models import Execution, Invocation, MemoryReview
+from server.models import Execution, Invocation, MemoryReview, MemoryVersion
 from server.services.review_memory import (
     Candidate,
     Similar,
     apply_decisions,
     naming,
-    similar,
+    similar_each,
     vectors,
 )
 from server.services.review_window import (
@@ -134,10 +134,8 @@ async def compare_candidates(
     _, scope = await _open_review(db, review_id)
     checked = _candidates(scope, candidates)
     found = await vectors(embedder, [c.fields.text for c in checked])
-    return [
-        Compared(c, await similar(db, scope.reader, v, k))
-        for c, v in zip(checked, found, strict=True)
-    ]
+    near = await similar_each(db, scope.reader, found, k)
+    return [Compared(c, s) for c, s in zip(checked, near, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +143,7 @@ class Applied:
     review: MemoryReview
     execution: Execution
     output: dict[str, Any]
-    versions: list[uuid.UUID]
+    versions: list[MemoryVersion]  # every version written, in order
 
 
 async def apply_review(
@@ -186,7 +184,7 @@ async def apply_review(
         .execution_options(populate_existing=True, synchronize_session=False)
     )
     assert applied is not None
-    return Applied(applied, ended, output, [item.version.id for item in items])
+    return Applied(applied, ended, output, [item.version for item in items])
 
 
 def _candidates(

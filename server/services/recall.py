@@ -85,7 +85,7 @@ def render_memory(items: Sequence[Found]) -> str:
 
 def version_set_digest(versions: Iterable[uuid.UUID]) -> bytes:
     """The digest of a set of record versions: SHA-256 of their ids' bytes, sorted (as
-    PostgreSQL orders uuids; migration 0009 computes it so for the recalls it fills in)."""
+    PostgreSQL orders uuids; migration 0010 computes it so for the recalls it fills in)."""
     return hashlib.sha256(b"".join(sorted(v.bytes for v in versions))).digest()
 
 

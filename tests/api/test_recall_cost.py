@@ -122,7 +122,7 @@ async def test_r42_a_hundred_recalls_of_one_conversation_cost_the_same_each(api:
 
 
 async def test_r42_a_recalls_digest_is_the_one_migration_0009_computes(api: Api) -> None:
-    """The digest a recorded recall keeps is the one migration 0009 gives the recalls of
+    """The digest a recorded recall keeps is the one migration 0010 gives the recalls of
     turns open when it runs: both hash the sorted version ids."""
     s = Scenario(api)
     await s.agent(memory_config(read=["session", "agent"], write=["session", "agent"]))
@@ -135,7 +135,7 @@ async def test_r42_a_recalls_digest_is_the_one_migration_0009_computes(api: Api)
     got = (await api.ok(RECALL, turn=turn, work="a note about the garden"))["recall"]
     assert got["recorded"]
     versions = [uuid.UUID(r["version"]["id"]) for r in got["results"]]
-    migration = importlib.import_module("migrations.versions.0009_request_path")
+    migration = importlib.import_module("migrations.versions.0010_request_path")
     async with api.database.session() as db:
         execution = uuid.UUID(got["execution"]["id"])
         kept = await db.scalar(

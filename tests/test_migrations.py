@@ -140,13 +140,15 @@ def _storage(engine: Engine, table: str = "memory_versions") -> dict[str, str]:
         return {name: storage for name, storage in rows}
 
 
-def _routines(engine: Engine) -> set[str]:
+def _routines(engine: Engine, pattern: str = "%search_scope") -> set[str]:
+    """The triggers and functions whose name is like ``pattern``."""
     with engine.connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
-                " UNION SELECT proname FROM pg_proc WHERE proname LIKE 'memory%search_scope'"
-            )
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE :pattern"
+                " UNION SELECT proname FROM pg_proc WHERE proname LIKE :pattern"
+            ),
+            {"pattern": pattern},
         )
         return {name for (name,) in rows}
 

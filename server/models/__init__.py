@@ -26,6 +26,13 @@ from server.models.auth import (
 )
 from server.models.history import HistoryEvent, HistoryPart
 from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
+from server.models.postings import (
+    HISTORY_POSTINGS,
+    HISTORY_TERM_STATS,
+    MEMORY_POSTINGS,
+    MEMORY_TERM_DELTAS,
+    MEMORY_TERM_STATS,
+)
 from server.models.review import MemoryReview
 
 metadata = SQLModel.metadata
@@ -40,6 +47,11 @@ def table(model: type[SQLModel]) -> Table:
 
 __all__ = [
     "EMBEDDING_DIM",
+    "HISTORY_POSTINGS",
+    "HISTORY_TERM_STATS",
+    "MEMORY_POSTINGS",
+    "MEMORY_TERM_DELTAS",
+    "MEMORY_TERM_STATS",
     "Agent",
     "AgentVersion",
     "Execution",

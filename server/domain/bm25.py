@@ -1,0 +1,116 @@
+"""BM25, the keyword score of memory search and history search (R41, R62).
+
+A document is a memory version (its summary and content) or a history part; its
+terms are the lexemes of PostgreSQL's ``english`` text search configuration
+(``to_tsvector``: words stemmed, stop words dropped), and a query's terms are its
+distinct lexemes (for web-search syntax, those it does not negate). For a reader
+whose reach holds ``N`` documents, ``df`` of them holding term ``t``::
+
+    impact(t, d) = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    idf(t)       = ln(1 + (N - df + 0.5) / (df + 0.5))
+    score(d, q)  = sum over the query's terms t in d of idf(t) * impact(t, d)
+
+``tf`` is how often ``t`` occurs in ``d``, ``dl`` how many lexemes ``d`` holds (with
+repeats). The sum runs in term order (code points), so that a score computed twice
+is the same float. A rare term weighs more than a common one, a term repeated
+weighs more (saturating at ``k1 + 1``), and a long document's terms weigh less.
+
+``avgdl`` is a fixed reference length, not the running mean of the corpus: the
+impacts are stored with the postings when a document is written (migration 0009,
+whose ``bm25_impact`` is :func:`impact` with these constants) and ordered by, so
+that a term's best documents are the first rows of an index; a running mean
+would reorder them all as the corpus grows. 15 lexemes is the mean length of a
+LoCoMo dialog turn (15.1), what one memory or one history part usually holds.
+
+Which terms find candidates (:func:`seekers`): a query's ``most`` rarest terms,
+leaving out, when the preset says so, those more than ``common_share`` of the
+reader's documents (and more than ``common_min``) hold, unless every term is that
+common: such a term matches nearly everything and finds nothing in particular
+(history: docs/history.md). Every term still counts in the score.
+
+Pure Python; :mod:`server.storage.bm25` computes the same in SQL, and the tests
+check that both agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25:
+    """BM25's constants: the saturation ``k1``, the length normalisation ``b`` and the
+    reference length ``avgdl`` (lexemes)."""
+
+    k1: float
+    b: float
+    avgdl: float
+
+
+BM25 = Bm25(k1=1.2, b=0.75, avgdl=15.0)
+"""The constants of every stored impact (migration 0009's ``bm25_impact``); changing
+them takes a migration that rewrites the postings."""
+
+
+def impact(tf: int, dl: int, p: Bm25 = BM25) -> float:
+    """BM25's term-frequency part of a term occurring ``tf`` times in a document of
+    ``dl`` lexemes, in the order of operations of ``bm25_impact``."""
+    return tf * (p.k1 + 1.0) / (tf + p.k1 * (1.0 - p.b + p.b * dl / p.avgdl))
+
+
+def idf(df: int, docs: int) -> float:
+    """The inverse document frequency of a term ``df`` of ``docs`` documents hold:
+    ``ln(1 + (docs - df + 0.5) / (df + 0.5))``, positive, near 0 for a term every
+    document holds."""
+    return math.log(1.0 + (float(docs) - float(df) + 0.5) / (float(df) + 0.5))
+
+
+def score(
+    tfs: Mapping[str, int], dl: int, weights: Mapping[str, float], p: Bm25 = BM25
+) -> float | None:
+    """The BM25 score of a document (``tfs``: its terms' frequencies, ``dl`` its
+    length) for a query whose terms weigh ``weights`` (their :func:`idf`); None when it
+    holds none of them."""
+    shared = sorted(t for t in weights if t in tfs)
+    if not shared:
+        return None
+    total = 0.0
+    for t in shared:
+        total += weights[t] * impact(tfs[t], dl, p)
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Seeking:
+    """Which of a query's terms find keyword candidates (:func:`seekers`)."""
+
+    most: int
+    common_share: float | None = None
+    common_min: int = 0
+
+    def __post_init__(self) -> None:
+        if self.most < 1:
+            raise ValueError("most must be >= 1")
+        if self.common_share is not None and not 0.0 < self.common_share <= 1.0:
+            raise ValueError("common_share must be in (0, 1]")
+
+
+def common(df: int, docs: int, seeking: Seeking) -> bool:
+    """True when a term ``df`` of ``docs`` documents hold is too common to find
+    candidates: more than ``common_share`` of them, and more than ``common_min``."""
+    if seeking.common_share is None:
+        return False
+    return df > max(seeking.common_share * docs, seeking.common_min)
+
+
+def seekers(dfs: Mapping[str, int], docs: int, seeking: Seeking) -> list[str]:
+    """The terms that find candidates, rarest first (then in term order): at most
+    ``seeking.most``, the common ones left out unless all are common."""
+    rare = [t for t, df in dfs.items() if not common(df, docs, seeking)]
+    chosen = rare if rare else list(dfs)
+    return sorted(chosen, key=lambda t: (dfs[t], t))[: seeking.most]
+
+
+__all__ = ["BM25", "Bm25", "Seeking", "common", "idf", "impact", "score", "seekers"]

@@ -19,11 +19,12 @@ Memory: a version has postings unless its ``search_scope`` (migration 0005) is
 follow it: the triggers below run in the statement that changes the version, so
 a rolled-back turn leaves nothing, and a superseded or deleted record leaves the
 search. Statistics count the settled versions (``'AGENT'``, ``'SESSION'``). A
-transaction's changes to them are queued in ``memory_term_deltas`` and applied
-at commit, in term order, by one deferred trigger: a transaction that changes
-several records takes no statistics lock until its last step, and then takes
-them in one order, so concurrent writers of one agent never deadlock on them,
-and different agents never share a row.
+transaction's changes to them are queued in ``memory_term_deltas`` (with one row
+in ``memory_term_flushes`` per agent it changed) and applied at commit, in term
+order, by one deferred trigger: a transaction that changes several records takes
+no statistics lock until its last step, and then takes them in one order, so
+concurrent writers of one agent never deadlock on them, and different agents
+never share a row.
 
 History: parts are written once, by the statement that keeps a committed turn;
 the postings and the statistics (in term order, one statement) follow it.
@@ -91,6 +92,11 @@ CREATE TABLE memory_term_deltas (
     docs bigint NOT NULL
 );
 CREATE INDEX ix_memory_term_deltas_agent ON memory_term_deltas (agent_id);
+CREATE TABLE memory_term_flushes (
+    agent_id uuid NOT NULL,
+    tx bigint NOT NULL,
+    CONSTRAINT memory_term_flushes_pkey PRIMARY KEY (agent_id, tx)
+);
 CREATE TABLE history_postings (
     agent_id uuid NOT NULL,
     part_id uuid NOT NULL,
@@ -121,6 +127,10 @@ LANGUAGE sql STABLE AS $$
       FROM bm25_terms(v.search_tsv) t
      WHERE v.search_scope IS DISTINCT FROM 'NONE'
 $$;
+-- the top-level transaction (a savepoint's work commits with it)
+CREATE FUNCTION memory_tx() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+    SELECT pg_current_xact_id()::text::bigint
+$$;
 CREATE FUNCTION memory_counted_terms(v memory_versions) RETURNS TABLE (term text)
 LANGUAGE sql STABLE AS $$
     SELECT '' WHERE v.search_scope IN ('AGENT', 'SESSION')
@@ -130,11 +140,15 @@ $$;
 CREATE FUNCTION memory_postings_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO memory_postings SELECT p.* FROM new_versions v, memory_postings_of(v) p;
-    INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
-    SELECT v.agent_id, t.term, v.search_scope,
-           CASE WHEN v.search_scope = 'SESSION' THEN v.session_id END, count(*)
-      FROM new_versions v, memory_counted_terms(v) t
-     GROUP BY 1, 2, 3, 4;
+    WITH queued AS (
+        INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
+        SELECT v.agent_id, t.term, v.search_scope,
+               CASE WHEN v.search_scope = 'SESSION' THEN v.session_id END, count(*)
+          FROM new_versions v, memory_counted_terms(v) t
+         GROUP BY 1, 2, 3, 4
+        RETURNING agent_id)
+    INSERT INTO memory_term_flushes SELECT DISTINCT agent_id, memory_tx() FROM queued
+    ON CONFLICT DO NOTHING;
     RETURN NULL;
 END
 $$;
@@ -151,22 +165,26 @@ BEGIN
     SELECT p.* FROM old_versions o JOIN new_versions n ON n.id = o.id, memory_postings_of(n) p
      WHERE (o.search_scope, o.session_id, o.record_id, o.created_at, o.search_tsv)
            IS DISTINCT FROM (n.search_scope, n.session_id, n.record_id, n.created_at, n.search_tsv);
-    INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
-    SELECT c.agent_id, c.term, c.search_scope, c.session_id, sum(c.docs)
-      FROM (SELECT o.agent_id, t.term, o.search_scope,
-                   CASE WHEN o.search_scope = 'SESSION' THEN o.session_id END AS session_id,
-                   -1 AS docs
-              FROM old_versions o JOIN new_versions n ON n.id = o.id, memory_counted_terms(o) t
-             WHERE (o.search_scope, o.session_id, o.search_tsv)
-                   IS DISTINCT FROM (n.search_scope, n.session_id, n.search_tsv)
-            UNION ALL
-            SELECT n.agent_id, t.term, n.search_scope,
-                   CASE WHEN n.search_scope = 'SESSION' THEN n.session_id END, 1
-              FROM old_versions o JOIN new_versions n ON n.id = o.id, memory_counted_terms(n) t
-             WHERE (o.search_scope, o.session_id, o.search_tsv)
-                   IS DISTINCT FROM (n.search_scope, n.session_id, n.search_tsv)) c
-     GROUP BY 1, 2, 3, 4
-    HAVING sum(c.docs) <> 0;
+    WITH queued AS (
+        INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
+        SELECT c.agent_id, c.term, c.search_scope, c.session_id, sum(c.docs)
+          FROM (SELECT o.agent_id, t.term, o.search_scope,
+                       CASE WHEN o.search_scope = 'SESSION' THEN o.session_id END AS session_id,
+                       -1 AS docs
+                  FROM old_versions o JOIN new_versions n ON n.id = o.id, memory_counted_terms(o) t
+                 WHERE (o.search_scope, o.session_id, o.search_tsv)
+                       IS DISTINCT FROM (n.search_scope, n.session_id, n.search_tsv)
+                UNION ALL
+                SELECT n.agent_id, t.term, n.search_scope,
+                       CASE WHEN n.search_scope = 'SESSION' THEN n.session_id END, 1
+                  FROM old_versions o JOIN new_versions n ON n.id = o.id, memory_counted_terms(n) t
+                 WHERE (o.search_scope, o.session_id, o.search_tsv)
+                       IS DISTINCT FROM (n.search_scope, n.session_id, n.search_tsv)) c
+         GROUP BY 1, 2, 3, 4
+        HAVING sum(c.docs) <> 0
+        RETURNING agent_id)
+    INSERT INTO memory_term_flushes SELECT DISTINCT agent_id, memory_tx() FROM queued
+    ON CONFLICT DO NOTHING;
     RETURN NULL;
 END
 $$;
@@ -174,16 +192,20 @@ CREATE FUNCTION memory_postings_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM memory_postings p USING old_versions o
      WHERE p.agent_id = o.agent_id AND p.version_id = o.id;
-    INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
-    SELECT o.agent_id, t.term, o.search_scope,
-           CASE WHEN o.search_scope = 'SESSION' THEN o.session_id END, -count(*)
-      FROM old_versions o, memory_counted_terms(o) t
-     GROUP BY 1, 2, 3, 4;
+    WITH queued AS (
+        INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
+        SELECT o.agent_id, t.term, o.search_scope,
+               CASE WHEN o.search_scope = 'SESSION' THEN o.session_id END, -count(*)
+          FROM old_versions o, memory_counted_terms(o) t
+         GROUP BY 1, 2, 3, 4
+        RETURNING agent_id)
+    INSERT INTO memory_term_flushes SELECT DISTINCT agent_id, memory_tx() FROM queued
+    ON CONFLICT DO NOTHING;
     RETURN NULL;
 END
 $$;
--- At commit (deferred): the transaction's queued changes of one agent's statistics, in
--- term order. The first firing for an agent applies them all; the others find none.
+-- At commit (deferred), once per agent a transaction changed: its queued changes of
+-- the agent's statistics, in term order.
 CREATE FUNCTION memory_term_deltas_applied() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     WITH queued AS (
@@ -195,6 +217,7 @@ BEGIN
      ORDER BY term, search_scope, session_id
     ON CONFLICT (agent_id, term, search_scope, session_id)
         DO UPDATE SET docs = s.docs + excluded.docs;
+    DELETE FROM memory_term_flushes WHERE agent_id = NEW.agent_id AND tx = NEW.tx;
     RETURN NULL;
 END
 $$;
@@ -207,7 +230,7 @@ CREATE TRIGGER memory_postings_updated AFTER UPDATE ON memory_versions
 CREATE TRIGGER memory_postings_deleted AFTER DELETE ON memory_versions
     REFERENCING OLD TABLE AS old_versions
     FOR EACH STATEMENT EXECUTE FUNCTION memory_postings_deleted();
-CREATE CONSTRAINT TRIGGER memory_term_deltas_applied AFTER INSERT ON memory_term_deltas
+CREATE CONSTRAINT TRIGGER memory_term_deltas_applied AFTER INSERT ON memory_term_flushes
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION memory_term_deltas_applied();
 """
@@ -328,6 +351,7 @@ def upgrade() -> None:
     op.execute(_HISTORY_FUNCTIONS)
     op.execute(_BACKFILL)
     op.execute(_INDEXES)
+    op.execute("ANALYZE memory_postings, memory_term_stats, history_postings, history_term_stats")
 
 
 def downgrade() -> None:
@@ -339,8 +363,9 @@ def downgrade() -> None:
         for trigger in triggers:
             op.execute(f"DROP TRIGGER {kind}_postings_{trigger} ON {table}")
             op.execute(f"DROP FUNCTION {kind}_postings_{trigger}()")
-    op.execute("DROP TRIGGER memory_term_deltas_applied ON memory_term_deltas")
+    op.execute("DROP TRIGGER memory_term_deltas_applied ON memory_term_flushes")
     op.execute("DROP FUNCTION memory_term_deltas_applied()")
+    op.execute("DROP FUNCTION memory_tx()")
     op.execute("DROP FUNCTION memory_postings_of(memory_versions)")
     op.execute("DROP FUNCTION memory_counted_terms(memory_versions)")
     op.execute("DROP FUNCTION history_postings_of(history_parts)")
@@ -348,6 +373,7 @@ def downgrade() -> None:
     for table in (
         "history_term_stats",
         "history_postings",
+        "memory_term_flushes",
         "memory_term_deltas",
         "memory_term_stats",
         "memory_postings",

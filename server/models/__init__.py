@@ -31,6 +31,7 @@ from server.models.postings import (
     HISTORY_TERM_STATS,
     MEMORY_POSTINGS,
     MEMORY_TERM_DELTAS,
+    MEMORY_TERM_FLUSHES,
     MEMORY_TERM_STATS,
 )
 from server.models.review import MemoryReview
@@ -51,6 +52,7 @@ __all__ = [
     "HISTORY_TERM_STATS",
     "MEMORY_POSTINGS",
     "MEMORY_TERM_DELTAS",
+    "MEMORY_TERM_FLUSHES",
     "MEMORY_TERM_STATS",
     "Agent",
     "AgentVersion",

@@ -106,6 +106,16 @@ MEMORY_TERM_DELTAS = Table(
     Index("ix_memory_term_deltas_agent", "agent_id"),
 )
 
+# One row per agent whose statistics a transaction changed: its deferred trigger applies
+# the queued changes at commit (migration 0009).
+MEMORY_TERM_FLUSHES = Table(
+    "memory_term_flushes",
+    SQLModel.metadata,
+    Column("agent_id", Uuid(), nullable=False),
+    Column("tx", BigInteger(), nullable=False),
+    PrimaryKeyConstraint("agent_id", "tx", name="memory_term_flushes_pkey"),
+)
+
 HISTORY_POSTINGS = Table(
     "history_postings",
     SQLModel.metadata,
@@ -147,5 +157,6 @@ __all__ = [
     "HISTORY_TERM_STATS",
     "MEMORY_POSTINGS",
     "MEMORY_TERM_DELTAS",
+    "MEMORY_TERM_FLUSHES",
     "MEMORY_TERM_STATS",
 ]

@@ -145,7 +145,8 @@ class Candidates:
 
     def by_meaning(self, vector: Sequence[float], *, text: str | None) -> Any:
         """The CTE ``v``: ``(key, created_at, cosine, vlexical, vrank)``; ``vlexical`` is
-        the candidate's full-text rank for ``text`` (NULL without one)."""
+        the candidate's BM25 score for ``text`` (NULL without one, or when it does not
+        match the full-text query)."""
         source, pool = self.source, self.pool
         to_query = distance(source.embedding, vector)
 

@@ -15,6 +15,12 @@ query (p50), the search's p50 in ``lexical`` mode (the keyword leg alone, throug
 the query vector is given), and the buffers the lexical statement touches
 (``EXPLAIN (ANALYZE, BUFFERS)``, p50): the work, free of the machine's load. The
 figures to read are ratios of the same run: 100k over 10k, common over rare.
+
+``lexical_all``: the same lexical search filtered by kind ``fact``, which every
+record is: the same records, read as a filtered search reads them (every
+full-text match, scored), so its top ten is the exhaustive ranking's;
+``overlap10`` is the share of it the unfiltered search's top ten holds (how much
+the bounded candidates miss).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from server.services import memory_ranking
 
 SETS = ("common", "rare", "zipf")
 COMMON_WORDS = 30
-MODES = ("lexical", "hybrid")
+MODES = ("lexical", "lexical_all", "hybrid")
+EVERY = memory_ranking.Filters(kind="fact")  # every bench record is a fact
 
 
 def query_sets(n: int, seed: int) -> dict[str, list[str]]:
@@ -90,6 +97,19 @@ async def measure(
             plan = found[0]
             plan = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
             buffers.append(plan["Shared Hit Blocks"] + plan["Shared Read Blocks"])
+        overlap = []
+        for text in texts:
+            tops = []
+            for filters in (memory_ranking.NO_FILTERS, EVERY):
+                async with ctx["db"].session() as s:
+                    found = await memory_ranking.ranked(
+                        s,
+                        reader,
+                        memory_ranking.MemoryQuery(text, None, "lexical", 0.2, 10, filters),
+                    )
+                tops.append({f.version.id for f in found})
+            overlap.append(len(tops[0] & tops[1]) / max(len(tops[1]), 1))
+        out["overlap10"] = statistics.fmean(overlap)
         out["matches_p50"] = statistics.median(matches)
         out["buffers_p50"] = statistics.median(buffers)
         out["buffers_max"] = max(buffers)
@@ -104,7 +124,12 @@ async def measure(
                         s,
                         reader,
                         memory_ranking.MemoryQuery(
-                            text, vector if mode == "hybrid" else None, mode, 0.2, limit=10
+                            text,
+                            vector if mode == "hybrid" else None,
+                            "hybrid" if mode == "hybrid" else "lexical",
+                            0.2,
+                            10,
+                            EVERY if mode == "lexical_all" else memory_ranking.NO_FILTERS,
                         ),
                     )
                     await s.rollback()
@@ -139,12 +164,24 @@ async def _run(quick: bool) -> dict[str, Any]:
                     got["buffers_p50"],
                     got["lexical_p50_ms"],
                     got["lexical_p99_ms"],
+                    got["lexical_all_p50_ms"],
+                    got["overlap10"],
                     got["hybrid_p50_ms"],
                 )
             )
     common.table(
         "the keyword leg: versions sharing a word, buffers and p50 (ms) by query set",
-        ["records/agent", "queries", "matches", "buffers", "lexical p50", "p99", "hybrid p50"],
+        [
+            "records/agent",
+            "queries",
+            "matches",
+            "buffers",
+            "lexical p50",
+            "p99",
+            "every match p50",
+            "overlap@10",
+            "hybrid p50",
+        ],
         rows,
     )
     sizes = p["agents"]

@@ -53,7 +53,6 @@ from bench.locomo_history import (
 )
 from server.domain import bm25
 from server.domain import history as rules
-from server.domain.bm25 import Seeking
 from server.domain.ranking import Mode
 
 K = 10
@@ -77,6 +76,8 @@ class Constants:
     date_turns: bool = False  # the turns of date-matched parts join the candidates
     repeat_cost: float = 0.0  # the n-th part of a turn in the ranking loses n - 1 times this
     reach_share: float = 0.0  # of the lead the parts two before and two after have
+    bm25_k1: float = bm25.HISTORY_BM25.k1  # BM25's saturation and length normalisation
+    bm25_b: float = bm25.HISTORY_BM25.b  # (replayed: the server's are in the postings)
 
     def short(self) -> str:
         return " ".join(f"{k}={v if v is None else format(v, 'g')}" for k, v in vars(self).items())
@@ -157,13 +158,38 @@ class Signals:
     query: str
     parts: Parts
     cosine: np.ndarray
-    keyword_weight: np.ndarray  # each part's BM25 score (0: it holds no query term)
+    weights: dict[str, float]  # the query's terms and their idf among the session's parts
     dfs: dict[str, int]  # the query's terms: how many parts hold each
-    postings: dict[str, np.ndarray]  # each term's parts, best first (impact, newer, key)
     web: np.ndarray | None = None  # web-search syntax: the parts the query matches
     periods: list[tuple[float, float]] = field(default_factory=list)  # epoch [start, end)
     vector: np.ndarray | None = None
     _lists: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
+    _scored: dict[tuple[float, float], tuple[np.ndarray, dict[str, np.ndarray]]] = field(
+        default_factory=dict
+    )
+
+    def keywords(self, c: Constants) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Each part's BM25 score under ``c``'s constants (0: it holds no query term), and
+        each term's postings best first (impact, then newer, then key)."""
+        key = (c.bm25_k1, c.bm25_b)
+        if key not in self._scored:
+            p = bm25.Bm25(k1=c.bm25_k1, b=c.bm25_b, avgdl=bm25.HISTORY_BM25.avgdl)
+            lengths = self.parts.lengths
+            held = zip(self.parts.terms, lengths, strict=True)
+            scored = [bm25.score(t, dl, self.weights, p) for t, dl in held]
+            weight = np.array([0.0 if x is None else x for x in scored])
+            postings = {}
+            for term in self.weights:
+                holding = [i for i, t in enumerate(self.parts.terms) if term in t]
+                holding.sort(
+                    key=lambda i, term=term: (
+                        -bm25.impact(self.parts.terms[i][term], lengths[i], p),
+                        self.parts.tiebreak[i],
+                    )
+                )
+                postings[term] = np.array(holding, dtype=np.int64)
+            self._scored[key] = (weight, postings)
+        return self._scored[key]
 
     def vector_list(self, c: Constants, limit: int) -> np.ndarray:
         order = np.lexsort((self.parts.tiebreak, -self.cosine))[:limit]
@@ -171,22 +197,20 @@ class Signals:
 
     def lexical_list(self, c: Constants, limit: int) -> np.ndarray:
         """The keyword candidates best first, as the SQL finds them with pool ``c.pool``:
-        each finding term's first ``c.pool`` postings (or, for web-search syntax, every
-        part the query matches), by score, newer, key; the first ``limit``."""
-        key = (c.common_share, c.pool)
+        each finding term's first postings (:func:`server.domain.bm25.depths`; for
+        web-search syntax, every part the query matches), by score, newer, key; the first
+        ``limit``."""
+        key = (c.common_share, c.pool, c.bm25_k1, c.bm25_b)
         if key not in self._lists:
+            weight, postings = self.keywords(c)
             if self.web is not None:
-                found = self.web[self.keyword_weight[self.web] > 0]
+                found = self.web[weight[self.web] > 0]
             else:
-                seeking = Seeking(
-                    most=rules.PRESET.seeking.most,
-                    common_share=c.common_share,
-                    common_min=rules.PRESET.seeking.common_min,
-                )
-                finding = bm25.seekers(self.dfs, self.parts.n, seeking)
-                lists = [self.postings[t][: c.pool] for t in finding]
+                seeking = replace(rules.PRESET.seeking, common_share=c.common_share)
+                reads = bm25.depths(self.dfs, self.parts.n, seeking, c.pool)
+                lists = [postings[t][:depth] for t, depth in reads.items()]
                 found = np.unique(np.concatenate(lists)) if lists else np.array([], dtype=int)
-            order = np.lexsort((self.parts.tiebreak[found], -self.keyword_weight[found]))
+            order = np.lexsort((self.parts.tiebreak[found], -weight[found]))
             self._lists[key] = found[order][: c.pool]
         return self._lists[key][:limit]
 
@@ -236,7 +260,7 @@ class Signals:
         for c in configs:
             key = (c.context_share, c.next_share, c.reach_share)
             if key not in scaled:
-                cs, ls = near(self.cosine, *key), near(self.keyword_weight, *key)
+                cs, ls = near(self.cosine, *key), near(self.keywords(configs[0])[0], *key)
                 low, spread, top = cs.min(), cs.max() - cs.min(), ls.max()
                 scaled[key] = (
                     (cs - low) / spread if spread else np.zeros(len(sub)),
@@ -355,7 +379,6 @@ async def _signals(srv: Server, reader: Any, parts: Parts, conv: Conversation) -
     from server.storage.search_terms import tsquery, uses_web_syntax
 
     position = {k: i for i, k in enumerate(parts.keys)}
-    lengths = parts.lengths
     out = []
     async with srv.database.session() as db:
         for q in conv.questions:
@@ -375,19 +398,6 @@ async def _signals(srv: Server, reader: Any, parts: Parts, conv: Conversation) -
             terms = await query_terms(db, q.text)
             dfs = {t: sum(t in p for p in parts.terms) for t in terms}
             weights = {t: bm25.idf(df, parts.n) for t, df in dfs.items()}
-            held = zip(parts.terms, lengths, strict=True)
-            scored = [bm25.score(p, dl, weights) for p, dl in held]
-            kw = np.array([0.0 if x is None else x for x in scored])
-            postings = {}
-            for t in terms:
-                holding = [i for i, p in enumerate(parts.terms) if t in p]
-                holding.sort(
-                    key=lambda i, t=t: (
-                        -bm25.impact(parts.terms[i][t], lengths[i]),
-                        parts.tiebreak[i],
-                    )
-                )
-                postings[t] = np.array(holding, dtype=np.int64)
             web = None
             if uses_web_syntax(q.text):
                 matched = (
@@ -410,9 +420,8 @@ async def _signals(srv: Server, reader: Any, parts: Parts, conv: Conversation) -
                     q.text,
                     parts,
                     cosine,
-                    kw,
+                    weights,
                     dfs,
-                    postings,
                     web,
                     periods,
                     np.asarray(vector, dtype=np.float64),
@@ -505,6 +514,8 @@ def _candidate_key(c: Constants) -> tuple[Any, ...]:
         c.min_score,
         c.date_share > 0 and c.date_turns,
         c.date_slack_days,
+        c.bm25_k1,
+        c.bm25_b,
     )
 
 
@@ -649,12 +660,24 @@ def experiments(
         "parts two away",
         base | {"next_share": (0.15, 0.3), "date_share": (0.4,), "reach_share": (0.0, 0.1, 0.2)},
     )
+    # BM25's saturation and length normalisation, over the base grid with the landed ideas
+    yield (
+        BM25_CONSTANTS,
+        base
+        | {
+            "next_share": (0.3,),
+            "date_share": (0.4,),
+            "bm25_b": (0.0, 0.25, 0.5, 0.75),
+            "bm25_k1": (0.9, 1.2, 2.0),
+        },
+    )
     yield ACCEPTED, FINAL_GRID
     # BM25 weighs a common word little: does it still need to find no candidates?
     yield NO_CUT, FINAL_GRID | {"common_share": (None,)}
 
 
 NO_CUT = "every word finds candidates"
+BM25_CONSTANTS = "BM25 constants"
 # What landed (next part, dates), over a grid whose every chosen value is inside it.
 ACCEPTED = "next part + dates"
 FINAL_GRID: dict[str, tuple[float | None, ...]] = {

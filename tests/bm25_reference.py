@@ -67,9 +67,12 @@ def weights(reach: Mapping[str, Document], terms: Iterable[str]) -> dict[str, fl
 
 
 def scores(
-    docs: Mapping[str, Document], reach: Mapping[str, Document], terms: Iterable[str]
+    docs: Mapping[str, Document],
+    reach: Mapping[str, Document],
+    terms: Iterable[str],
+    p: bm25.Bm25 = bm25.MEMORY_BM25,
 ) -> dict[str, float | None]:
     """The BM25 score of each of ``docs`` (None: it holds no term), idf counted over
-    ``reach``."""
+    ``reach``, with the kind's constants ``p``."""
     w = weights(reach, terms)
-    return {k: bm25.score(d.tfs, d.length, w) for k, d in docs.items()}
+    return {k: bm25.score(d.tfs, d.length, w, p) for k, d in docs.items()}

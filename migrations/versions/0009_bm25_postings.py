@@ -5,9 +5,10 @@ index, kept by the database in the statements that write what it indexes:
 
 - ``memory_postings`` / ``history_postings``: one row per lexeme of a searchable
   version (or history part): the term, its BM25 impact (``bm25_impact``: the term
-  frequency part, over the document's length), the document's key, its time and
-  who may find it. Ordered by ``(reach, term, impact DESC, created_at DESC, key)``,
-  so a term's best postings for a reader are the first rows of one index range.
+  frequency part, over the document's length, with the kind's constants), the
+  document's key, its time and who may find it. Ordered by
+  ``(reach, term, impact DESC, created_at DESC, key)``, so a term's best postings
+  for a reader are the first rows of one index range.
 - ``memory_term_stats`` / ``history_term_stats``: per reach (memory: the AGENT
   scope of an agent, the SESSION scope of each session; history: a session's
   live and preview parts) how many documents hold each term, and, under the term
@@ -45,20 +46,21 @@ down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# BM25's term-frequency part (server/domain/bm25.py, BM25: k1 1.2, b 0.75, the reference
-# length 15 lexemes). The constants are the Python preset's; a test checks both agree.
+# BM25's term-frequency part (server/domain/bm25.py, impact), with a kind's constants:
+# memory's (k1 1.2, b 0.75) and history's (k1 2, b 0), over a reference length of 15
+# lexemes. The constants are the Python ones (MEMORY_BM25, HISTORY_BM25); a test checks
+# both agree.
 _IMPACT = """
-CREATE FUNCTION bm25_impact(tf integer, dl integer) RETURNS float8
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT tf * (1.2::float8 + 1.0::float8)
-         / (tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * dl / 15.0::float8))
+CREATE FUNCTION bm25_impact(tf integer, dl integer, k1 float8, b float8, avgdl float8)
+RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT tf * (k1 + 1.0::float8) / (tf + k1 * (1.0::float8 - b + b * dl / avgdl))
 $$;
-CREATE FUNCTION bm25_terms(tsv tsvector) RETURNS TABLE (term text, impact float8)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+CREATE FUNCTION bm25_terms(tsv tsvector, k1 float8, b float8, avgdl float8)
+RETURNS TABLE (term text, impact float8) LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH l AS (
         SELECT lexeme, coalesce(array_length(positions, 1), 1) AS tf FROM unnest(tsv)
     )
-    SELECT lexeme, bm25_impact(tf, (SELECT sum(tf)::integer FROM l)) FROM l
+    SELECT lexeme, bm25_impact(tf, (SELECT sum(tf)::integer FROM l), k1, b, avgdl) FROM l
 $$;
 """
 
@@ -124,7 +126,7 @@ CREATE FUNCTION memory_postings_of(v memory_versions) RETURNS SETOF memory_posti
 LANGUAGE sql STABLE AS $$
     SELECT v.agent_id, v.id, t.term, t.impact, v.search_scope,
            CASE WHEN v.search_scope = 'SESSION' THEN v.session_id END, v.record_id, v.created_at
-      FROM bm25_terms(v.search_tsv) t
+      FROM bm25_terms(v.search_tsv, 1.2, 0.75, 15.0) t
      WHERE v.search_scope IS DISTINCT FROM 'NONE'
 $$;
 -- the top-level transaction (a savepoint's work commits with it)
@@ -242,7 +244,7 @@ CREATE FUNCTION history_postings_of(p history_parts) RETURNS SETOF history_posti
 LANGUAGE sql STABLE AS $$
     SELECT p.agent_id, p.id, t.term, t.impact, p.session_id, p.preview, p.turn_number,
            p.created_at
-      FROM bm25_terms(p.search_tsv) t
+      FROM bm25_terms(p.search_tsv, 2.0, 0.0, 15.0) t
 $$;
 CREATE FUNCTION history_counted_terms(p history_parts) RETURNS TABLE (term text)
 LANGUAGE sql STABLE AS $$
@@ -379,5 +381,5 @@ def downgrade() -> None:
         "memory_postings",
     ):
         op.drop_table(table)
-    op.execute("DROP FUNCTION bm25_terms(tsvector)")
-    op.execute("DROP FUNCTION bm25_impact(integer, integer)")
+    op.execute("DROP FUNCTION bm25_terms(tsvector, float8, float8, float8)")
+    op.execute("DROP FUNCTION bm25_impact(integer, integer, float8, float8, float8)")

@@ -6,7 +6,7 @@ terms are the lexemes of PostgreSQL's ``english`` text search configuration
 distinct lexemes (for web-search syntax, those it does not negate). For a reader
 whose reach holds ``N`` documents, ``df`` of them holding term ``t``::
 
-    impact(t, d) = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    impact(t, d) = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))   -- the kind's
     idf(t)       = ln(1 + (N - df + 0.5) / (df + 0.5))
     score(d, q)  = sum over the query's terms t in d of idf(t) * impact(t, d)
 
@@ -17,16 +17,25 @@ weighs more (saturating at ``k1 + 1``), and a long document's terms weigh less.
 
 ``avgdl`` is a fixed reference length, not the running mean of the corpus: the
 impacts are stored with the postings when a document is written (migration 0009,
-whose ``bm25_impact`` is :func:`impact` with these constants) and ordered by, so
-that a term's best documents are the first rows of an index; a running mean
-would reorder them all as the corpus grows. 15 lexemes is the mean length of a
-LoCoMo dialog turn (15.1), what one memory or one history part usually holds.
+whose ``bm25_impact`` is :func:`impact`) and ordered by, so that a term's best
+documents are the first rows of an index; a running mean would reorder them all
+as the corpus grows. 15 lexemes is the mean length of a LoCoMo dialog turn (15.1),
+what one memory or one history part usually holds.
+
+Each kind has its constants, stored with its postings: memory versions the usual
+``k1`` 1.2, ``b`` 0.75 (:data:`MEMORY_BM25`); history parts ``k1`` 2, ``b`` 0
+(:data:`HISTORY_BM25`): a part's length says nothing of its worth (the answer a
+question needs is often the longer turn, and "Thanks!" is short), and leave one
+conversation out chose no length normalisation on every fold (docs/history.md).
 
 Which terms find candidates (:func:`seekers`): a query's ``most`` rarest terms,
 leaving out, when the preset says so, those more than ``common_share`` of the
 reader's documents (and more than ``common_min``) hold, unless every term is that
 common: such a term matches nearly everything and finds nothing in particular
-(history: docs/history.md). Every term still counts in the score.
+(history: docs/history.md). Every term still counts in the score. Each finding
+term reads its best postings (:func:`depths`): a pool's worth, and the rarest ones
+all of theirs within a budget, so that a document holding a rare term and a
+common one is found.
 
 Pure Python; :mod:`server.storage.bm25` computes the same in SQL, and the tests
 check that both agree.
@@ -49,12 +58,16 @@ class Bm25:
     avgdl: float
 
 
-BM25 = Bm25(k1=1.2, b=0.75, avgdl=15.0)
-"""The constants of every stored impact (migration 0009's ``bm25_impact``); changing
-them takes a migration that rewrites the postings."""
+MEMORY_BM25 = Bm25(k1=1.2, b=0.75, avgdl=15.0)
+"""The constants of memory versions' stored impacts (migration 0009); changing them
+takes a migration that rewrites the postings."""
+
+HISTORY_BM25 = Bm25(k1=2.0, b=0.0, avgdl=15.0)
+"""The constants of history parts' stored impacts (migration 0009): no length
+normalisation (docs/history.md)."""
 
 
-def impact(tf: int, dl: int, p: Bm25 = BM25) -> float:
+def impact(tf: int, dl: int, p: Bm25 = MEMORY_BM25) -> float:
     """BM25's term-frequency part of a term occurring ``tf`` times in a document of
     ``dl`` lexemes, in the order of operations of ``bm25_impact``."""
     return tf * (p.k1 + 1.0) / (tf + p.k1 * (1.0 - p.b + p.b * dl / p.avgdl))
@@ -68,7 +81,7 @@ def idf(df: int, docs: int) -> float:
 
 
 def score(
-    tfs: Mapping[str, int], dl: int, weights: Mapping[str, float], p: Bm25 = BM25
+    tfs: Mapping[str, int], dl: int, weights: Mapping[str, float], p: Bm25 = MEMORY_BM25
 ) -> float | None:
     """The BM25 score of a document (``tfs``: its terms' frequencies, ``dl`` its
     length) for a query whose terms weigh ``weights`` (their :func:`idf`); None when it
@@ -84,15 +97,20 @@ def score(
 
 @dataclass(frozen=True, slots=True)
 class Seeking:
-    """Which of a query's terms find keyword candidates (:func:`seekers`)."""
+    """Which of a query's terms find keyword candidates (:func:`seekers`), and how many
+    of each term's postings they read (:func:`depths`): ``budget`` pools in all for the
+    rarest."""
 
     most: int
     common_share: float | None = None
     common_min: int = 0
+    budget: int = 0
 
     def __post_init__(self) -> None:
         if self.most < 1:
             raise ValueError("most must be >= 1")
+        if self.budget < 0:
+            raise ValueError("budget must be >= 0")
         if self.common_share is not None and not 0.0 < self.common_share <= 1.0:
             raise ValueError("common_share must be in (0, 1]")
 
@@ -113,4 +131,29 @@ def seekers(dfs: Mapping[str, int], docs: int, seeking: Seeking) -> list[str]:
     return sorted(chosen, key=lambda t: (dfs[t], t))[: seeking.most]
 
 
-__all__ = ["BM25", "Bm25", "Seeking", "common", "idf", "impact", "score", "seekers"]
+def depths(dfs: Mapping[str, int], docs: int, seeking: Seeking, pool: int) -> dict[str, int]:
+    """How many postings each finding term reads, rarest first: its ``df`` (all of them)
+    while the finding terms rarer than it hold fewer than ``budget * pool`` in all, at
+    least ``pool``: a document holding a rare term is found however deep it lies in a
+    common term's list, and the reading stays within ``budget * pool + terms * pool``."""
+    budget = seeking.budget * pool
+    out: dict[str, int] = {}
+    rarer = 0
+    for t in seekers(dfs, docs, seeking):
+        out[t] = max(pool, min(dfs[t], budget - rarer))
+        rarer += dfs[t]
+    return out
+
+
+__all__ = [
+    "HISTORY_BM25",
+    "MEMORY_BM25",
+    "Bm25",
+    "Seeking",
+    "common",
+    "depths",
+    "idf",
+    "impact",
+    "score",
+    "seekers",
+]

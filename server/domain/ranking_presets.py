@@ -21,8 +21,9 @@ class FusionPreset:
     recency_half_life_days: float
     candidate_pool: int
     pool_factor: int
-    # which of a query's terms find keyword candidates (server.domain.bm25.seekers)
-    seeking: Seeking = field(default_factory=lambda: Seeking(most=32))
+    # which of a query's terms find keyword candidates, and how deep each reads
+    # (server.domain.bm25.seekers, depths): the rarest up to 8 pools of postings in all
+    seeking: Seeking = field(default_factory=lambda: Seeking(most=32, budget=8))
 
     def __post_init__(self) -> None:
         if self.rrf_k < 0:
@@ -95,7 +96,7 @@ HISTORY_FUSION_PRESET = replace(
     name="history",
     candidate_pool=20,
     pool_factor=2,
-    seeking=Seeking(most=32, common_share=0.05, common_min=10),
+    seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
 )
 
 # Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).

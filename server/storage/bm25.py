@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Select,
     Table,
@@ -103,11 +104,12 @@ def _terms(text: str, web: bool) -> Any:
     return select(lexeme.label("term")).select_from(quoted).distinct().subquery("qterms")
 
 
-def weights(postings: Postings, text: str, *, seeking: Seeking) -> Any:
-    """The CTE ``w``: ``(term, idf, seeks)``, the terms of the query ``text`` (the
-    parameter ``text``) with their inverse
-    document frequency among the reader's documents, and whether each finds candidates
-    (:func:`server.domain.bm25.seekers`)."""
+def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> Any:
+    """The CTE ``w``: ``(term, idf, seeks, depth)``, the terms of the query ``text`` (the
+    parameter ``text``) with their inverse document frequency among the reader's
+    documents, whether each finds candidates (:func:`server.domain.bm25.seekers`) and
+    how many postings it reads (:func:`server.domain.bm25.depths` with the pool
+    ``depth``)."""
     terms = _terms(text, uses_web_syntax(text))
     s = postings.stats
     df = (
@@ -148,14 +150,32 @@ def weights(postings: Postings, text: str, *, seeking: Seeking) -> Any:
         )
     )
     ordered = select(
-        judged.c.term, judged.c.idf, finding.label("finding"), rank.label("place")
+        judged.c.term,
+        judged.c.df,
+        judged.c.idf,
+        finding.label("finding"),
+        rank.label("place"),
     ).subquery("wplaced")
     seeks = and_(ordered.c.finding, ordered.c.place <= seeking.most)
-    return select(ordered.c.term, ordered.c.idf, seeks.label("seeks")).cte("w")
+    # the finding terms come first in ``place``: those before a finding term are rarer
+    rarer = func.coalesce(
+        func.sum(ordered.c.df).over(order_by=ordered.c.place, rows=(None, -1)),
+        literal_column("0::float8"),
+    )
+    reads = func.greatest(
+        literal_column(f"{int(depth)}::float8"),
+        func.least(ordered.c.df, literal_column(f"{int(seeking.budget * depth)}::float8") - rarer),
+    )
+    return select(
+        ordered.c.term,
+        ordered.c.idf,
+        seeks.label("seeks"),
+        cast(reads, BigInteger).label("depth"),
+    ).cte("w")
 
 
-def bounded(postings: Postings, w: Any, *, depth: int) -> Select[Any]:
-    """The candidates ``(key, created_at)``: each finding term's first ``depth``
+def bounded(postings: Postings, w: Any) -> Select[Any]:
+    """The candidates ``(key, created_at)``: each finding term's first ``w.depth``
     postings in each range of the reader, and the few others it may find."""
     p = postings.table
     key = p.c[postings.key]
@@ -165,7 +185,7 @@ def bounded(postings: Postings, w: Any, *, depth: int) -> Select[Any]:
             select(key.label("key"), p.c.created_at.label("created_at"))
             .where(reach, p.c.term == w.c.term)
             .order_by(p.c.impact.desc(), p.c.created_at.desc(), key)
-            .limit(depth)
+            .limit(w.c.depth)
             .lateral(f"best{i}")
         )
         branches.append(

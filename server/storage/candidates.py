@@ -134,7 +134,7 @@ class Candidates:
             keywords = self.source.keywords
             if keywords is None:
                 raise ValueError("a keyword search needs the source's postings")
-            self._weights[key] = bm25.weights(keywords, text, seeking=self.seeking)
+            self._weights[key] = bm25.weights(keywords, text, seeking=self.seeking, depth=self.pool)
         return self._weights[key]
 
     def keyword_score(self, text: str, key: ColumnElement[Any]) -> Any:
@@ -217,9 +217,7 @@ class Candidates:
         source = self.source
         if source.bounded and not uses_web_syntax(text):
             assert source.keywords is not None
-            found = bm25.bounded(
-                source.keywords, self.keyword_weights(text), depth=self.pool
-            ).subquery("lfound")
+            found = bm25.bounded(source.keywords, self.keyword_weights(text)).subquery("lfound")
         else:
             found = (
                 select(source.key.label("key"), source.created_at.label("created_at"))

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from server.domain import bm25
-from server.domain.bm25 import BM25, Seeking
+from server.domain.bm25 import HISTORY_BM25, MEMORY_BM25, Seeking
 from server.domain.ranking_presets import DEFAULT_PRESET, HISTORY_FUSION_PRESET
 
 
@@ -25,8 +25,15 @@ def test_r41_impact_saturates_with_repeats_and_falls_with_length() -> None:
     """R41: a term repeated counts more, up to ``k1 + 1``; the same term in a longer
     document counts less; at the reference length one occurrence counts 1."""
     assert bm25.impact(1, 15) == pytest.approx(1.0)
-    assert bm25.impact(1, 15) < bm25.impact(2, 15) < bm25.impact(5, 15) < BM25.k1 + 1
+    assert bm25.impact(1, 15) < bm25.impact(2, 15) < bm25.impact(5, 15) < MEMORY_BM25.k1 + 1
     assert bm25.impact(1, 5) > bm25.impact(1, 15) > bm25.impact(1, 60)
+
+
+def test_r62_a_history_parts_length_does_not_weigh() -> None:
+    """R62: history's constants have no length normalisation: a word once in a part
+    weighs 1 whatever the part's length, a word repeated more (up to ``k1 + 1``)."""
+    assert {bm25.impact(1, dl, HISTORY_BM25) for dl in (1, 15, 200)} == {1.0}
+    assert 1.0 < bm25.impact(2, 40, HISTORY_BM25) < bm25.impact(9, 40, HISTORY_BM25) < 3.0
 
 
 def test_r41_a_document_scores_the_idf_weighted_impacts_of_the_terms_it_holds() -> None:
@@ -70,12 +77,34 @@ def test_r62_common_terms_find_no_candidates_unless_all_are_common() -> None:
     assert bm25.seekers(dfs, 400, Seeking(most=8)) == ["support", "group", "go", "caroline"]
 
 
+def test_r41_the_rarest_terms_read_all_their_postings_within_a_budget() -> None:
+    """R41: each finding term reads a pool's worth of its best postings; the rarest read
+    all of theirs while the rarer ones hold less than the budget; so what is read is
+    bounded by ``(budget + terms) * pool``, however many documents hold the terms."""
+    seeking = Seeking(most=8, budget=8)
+    dfs = {"rare": 5, "scarce": 30, "middling": 300, "common": 3000, "everywhere": 9000}
+    assert bm25.depths(dfs, 10_000, seeking, 40) == {
+        "rare": 40,  # only 5 exist
+        "scarce": 40,
+        "middling": 285,  # 320 - 35 read before it
+        "common": 40,
+        "everywhere": 40,
+    }
+    big = {t: 100 * df for t, df in dfs.items()}
+    assert sum(bm25.depths(big, 10**6, seeking, 40).values()) <= (8 + len(big)) * 40
+    assert bm25.depths(dfs, 10_000, Seeking(most=2), 40) == {"rare": 40, "scarce": 40}
+
+
 def test_the_presets_seeking() -> None:
     """Memory search: every term finds (up to 32); history: a session's common words do
-    not (docs/history.md)."""
-    assert DEFAULT_PRESET.seeking == Seeking(most=32)
-    assert HISTORY_FUSION_PRESET.seeking == Seeking(most=32, common_share=0.05, common_min=10)
+    not (docs/history.md); both read up to eight pools for the rarest terms."""
+    assert DEFAULT_PRESET.seeking == Seeking(most=32, budget=8)
+    assert HISTORY_FUSION_PRESET.seeking == Seeking(
+        most=32, common_share=0.05, common_min=10, budget=8
+    )
     with pytest.raises(ValueError):
         Seeking(most=0)
     with pytest.raises(ValueError):
         Seeking(most=1, common_share=0.0)
+    with pytest.raises(ValueError):
+        Seeking(most=1, budget=-1)

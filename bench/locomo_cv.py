@@ -668,7 +668,7 @@ def experiments(
             "next_share": (0.3,),
             "date_share": (0.4,),
             "bm25_b": (0.0, 0.25, 0.5, 0.75),
-            "bm25_k1": (0.9, 1.2, 2.0),
+            "bm25_k1": (0.9, 1.2, 2.0, 3.0, 5.0),
         },
     )
     yield ACCEPTED, FINAL_GRID
@@ -681,9 +681,10 @@ BM25_CONSTANTS = "BM25 constants"
 # What landed (next part, dates), over a grid whose every chosen value is inside it.
 ACCEPTED = "next part + dates"
 FINAL_GRID: dict[str, tuple[float | None, ...]] = {
-    "pool": (15, 20, 40),
+    "pool": (15, 20, 40, 60),
     "common_share": (0.03, 0.05, 0.08),
-    "cosine_share": (0.4, 0.5, 0.6),
+    "cosine_share": (0.4, 0.5, 0.6, 0.7),
+    "bm25_k1": (2.0, 3.0, 5.0),
     "context_share": (0.15, 0.3, 0.45),
     "turn_share": (0.5, 0.75, 1.0),
     "next_share": (0.15, 0.3, 0.45),

@@ -47,7 +47,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 # BM25's term-frequency part (server/domain/bm25.py, impact), with a kind's constants:
-# memory's (k1 1.2, b 0.75) and history's (k1 2, b 0), over a reference length of 15
+# memory's (k1 1.2, b 0.75) and history's (k1 3, b 0), over a reference length of 15
 # lexemes. The constants are the Python ones (MEMORY_BM25, HISTORY_BM25); a test checks
 # both agree.
 _IMPACT = """
@@ -244,7 +244,7 @@ CREATE FUNCTION history_postings_of(p history_parts) RETURNS SETOF history_posti
 LANGUAGE sql STABLE AS $$
     SELECT p.agent_id, p.id, t.term, t.impact, p.session_id, p.preview, p.turn_number,
            p.created_at
-      FROM bm25_terms(p.search_tsv, 2.0, 0.0, 15.0) t
+      FROM bm25_terms(p.search_tsv, 3.0, 0.0, 15.0) t
 $$;
 CREATE FUNCTION history_counted_terms(p history_parts) RETURNS TABLE (term text)
 LANGUAGE sql STABLE AS $$

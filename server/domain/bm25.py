@@ -23,7 +23,7 @@ as the corpus grows. 15 lexemes is the mean length of a LoCoMo dialog turn (15.1
 what one memory or one history part usually holds.
 
 Each kind has its constants, stored with its postings: memory versions the usual
-``k1`` 1.2, ``b`` 0.75 (:data:`MEMORY_BM25`); history parts ``k1`` 2, ``b`` 0
+``k1`` 1.2, ``b`` 0.75 (:data:`MEMORY_BM25`); history parts ``k1`` 3, ``b`` 0
 (:data:`HISTORY_BM25`): a part's length says nothing of its worth (the answer a
 question needs is often the longer turn, and "Thanks!" is short), and leave one
 conversation out chose no length normalisation on every fold (docs/history.md).
@@ -62,7 +62,7 @@ MEMORY_BM25 = Bm25(k1=1.2, b=0.75, avgdl=15.0)
 """The constants of memory versions' stored impacts (migration 0009); changing them
 takes a migration that rewrites the postings."""
 
-HISTORY_BM25 = Bm25(k1=2.0, b=0.0, avgdl=15.0)
+HISTORY_BM25 = Bm25(k1=3.0, b=0.0, avgdl=15.0)
 """The constants of history parts' stored impacts (migration 0009): no length
 normalisation (docs/history.md)."""
 

@@ -89,12 +89,12 @@ class ContextPreset:
         return self.fusion.recency_weight * max(self.cosine_share, 1.0 - self.cosine_share)
 
 
-# A history search's candidates: half the memory search's pool, and a session's common
-# words find none (docs/history.md).
+# A history search's candidates: the memory search's pool at a limit of 10, less as the
+# limit grows, and a session's common words find none (docs/history.md).
 HISTORY_FUSION_PRESET = replace(
     DEFAULT_PRESET,
     name="history",
-    candidate_pool=20,
+    candidate_pool=40,
     pool_factor=2,
     seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
 )
@@ -102,7 +102,7 @@ HISTORY_FUSION_PRESET = replace(
 # Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
 HISTORY_CONTEXT_PRESET = ContextPreset(
     name="history_context",
-    cosine_share=0.5,
+    cosine_share=0.6,
     context_share=0.3,
     turn_share=0.75,
     fusion=HISTORY_FUSION_PRESET,

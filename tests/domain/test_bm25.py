@@ -33,7 +33,7 @@ def test_r62_a_history_parts_length_does_not_weigh() -> None:
     """R62: history's constants have no length normalisation: a word once in a part
     weighs 1 whatever the part's length, a word repeated more (up to ``k1 + 1``)."""
     assert {bm25.impact(1, dl, HISTORY_BM25) for dl in (1, 15, 200)} == {1.0}
-    assert 1.0 < bm25.impact(2, 40, HISTORY_BM25) < bm25.impact(9, 40, HISTORY_BM25) < 3.0
+    assert 1.0 < bm25.impact(2, 40, HISTORY_BM25) < bm25.impact(9, 40, HISTORY_BM25) < 4.0
 
 
 def test_r41_a_document_scores_the_idf_weighted_impacts_of_the_terms_it_holds() -> None:

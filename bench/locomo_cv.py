@@ -76,8 +76,8 @@ class Constants:
     date_turns: bool = False  # the turns of date-matched parts join the candidates
     repeat_cost: float = 0.0  # the n-th part of a turn in the ranking loses n - 1 times this
     reach_share: float = 0.0  # of the lead the parts two before and two after have
-    bm25_k1: float = bm25.HISTORY_BM25.k1  # BM25's saturation and length normalisation
-    bm25_b: float = bm25.HISTORY_BM25.b  # (replayed: the server's are in the postings)
+    bm25_k1: float = bm25.BM25.k1  # BM25's saturation and length normalisation
+    bm25_b: float = bm25.BM25.b  # (replayed: the server's are in the postings)
 
     def short(self) -> str:
         return " ".join(f"{k}={v if v is None else format(v, 'g')}" for k, v in vars(self).items())
@@ -173,7 +173,7 @@ class Signals:
         each term's postings best first (impact, then newer, then key)."""
         key = (c.bm25_k1, c.bm25_b)
         if key not in self._scored:
-            p = bm25.Bm25(k1=c.bm25_k1, b=c.bm25_b, avgdl=bm25.HISTORY_BM25.avgdl)
+            p = bm25.Bm25(k1=c.bm25_k1, b=c.bm25_b, avgdl=bm25.BM25.avgdl)
             lengths = self.parts.lengths
             held = zip(self.parts.terms, lengths, strict=True)
             scored = [bm25.score(t, dl, self.weights, p) for t, dl in held]

@@ -70,7 +70,7 @@ def scores(
     docs: Mapping[str, Document],
     reach: Mapping[str, Document],
     terms: Iterable[str],
-    p: bm25.Bm25 = bm25.MEMORY_BM25,
+    p: bm25.Bm25 = bm25.BM25,
 ) -> dict[str, float | None]:
     """The BM25 score of each of ``docs`` (None: it holds no term), idf counted over
     ``reach``, with the kind's constants ``p``."""

@@ -5,7 +5,7 @@ index, kept by the database in the statements that write what it indexes:
 
 - ``memory_postings`` / ``history_postings``: one row per lexeme of a searchable
   version (or history part): the term, its BM25 impact (``bm25_impact``: the term
-  frequency part, over the document's length, with the kind's constants), the
+  frequency part, with its constants), the
   document's key, its time and who may find it. Ordered by
   ``(reach, term, impact DESC, created_at DESC, key)``, so a term's best postings
   for a reader are the first rows of one index range.
@@ -46,10 +46,9 @@ down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# BM25's term-frequency part (server/domain/bm25.py, impact), with a kind's constants:
-# memory's (k1 1.2, b 0.75) and history's (k1 3, b 0), over a reference length of 15
-# lexemes. The constants are the Python ones (MEMORY_BM25, HISTORY_BM25); a test checks
-# both agree.
+# BM25's term-frequency part (server/domain/bm25.py, impact), with the constants both
+# kinds store (bm25.BM25: k1 3, b 0, a reference length of 15 lexemes); a test checks
+# the SQL and the Python agree.
 _IMPACT = """
 CREATE FUNCTION bm25_impact(tf integer, dl integer, k1 float8, b float8, avgdl float8)
 RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -126,7 +125,7 @@ CREATE FUNCTION memory_postings_of(v memory_versions) RETURNS SETOF memory_posti
 LANGUAGE sql STABLE AS $$
     SELECT v.agent_id, v.id, t.term, t.impact, v.search_scope,
            CASE WHEN v.search_scope = 'SESSION' THEN v.session_id END, v.record_id, v.created_at
-      FROM bm25_terms(v.search_tsv, 1.2, 0.75, 15.0) t
+      FROM bm25_terms(v.search_tsv, 3.0, 0.0, 15.0) t
      WHERE v.search_scope IS DISTINCT FROM 'NONE'
 $$;
 -- the top-level transaction (a savepoint's work commits with it)

@@ -193,8 +193,7 @@ async def test_concurrent_writers_of_one_agent_never_deadlock_on_the_counts(api:
 async def test_r41_each_posting_holds_the_bm25_impact_of_its_term(api: Api) -> None:
     """R41: a posting's impact is :func:`server.domain.bm25.impact` of the term's count
     in the version and the version's length, bit for bit (migration 0009's
-    ``bm25_impact`` is the same formula), with memory's constants; history's postings
-    hold history's."""
+    ``bm25_impact`` is the same formula, with any constants); history's postings too."""
     s = Scenario(api)
     agent_id = await s.agent(memory_config(read=["agent"], write=["agent"]))
     await s.committed(
@@ -214,7 +213,7 @@ async def test_r41_each_posting_holds_the_bm25_impact_of_its_term(api: Api) -> N
     assert len(rows) == 9  # beach colony count dawn northern ranger reserv sleep walrus
     assert all(impact == bm25.impact(tf, dl) for _, impact, tf, dl in rows)
     assert {t: tf for t, _, tf, _ in rows}["walrus"] == 4
-    for p in (bm25.MEMORY_BM25, bm25.HISTORY_BM25):
+    for p in (bm25.BM25, bm25.Bm25(k1=1.2, b=0.75, avgdl=15.0)):
         grid = await _rows(
             api,
             "SELECT tf, dl, bm25_impact(tf, dl, :k1, :b, :avgdl) FROM generate_series(1, 6) tf,"
@@ -276,7 +275,7 @@ async def test_r62_history_postings_and_statistics_follow_kept_parts(api: Api) -
         " WHERE lexeme = p.term) u WHERE h.session_id = :s",
         s=session,
     )
-    assert impacts and all(i == bm25.impact(tf, dl, bm25.HISTORY_BM25) for i, tf, dl in impacts)
+    assert impacts and all(i == bm25.impact(tf, dl) for i, tf, dl in impacts)
 
 
 # -- the work of the keyword leg ----------------------------------------------------------

@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import event, select
 
 from server.domain import history as rules
-from server.domain.bm25 import HISTORY_BM25
 from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
@@ -526,7 +525,7 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
             db, table="history_parts", key="id", where="session_id = :s", params={"s": session}
         )
     assert {"puppi", "chew", "last", "week"} <= set(terms)
-    bm25 = by_hand.scores(session_parts, session_parts, terms, HISTORY_BM25)
+    bm25 = by_hand.scores(session_parts, session_parts, terms)
     parts = [
         ContextPart(
             key=str(r[0]),

@@ -44,6 +44,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSVECTOR
 
 from server.database import Database
+from server.domain.bm25 import BM25
 from server.domain.ranking import Candidate, Mode, rank
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.embedding import Embedder
@@ -113,7 +114,7 @@ _POSTINGS_DDL = [
     "CREATE TABLE hybrid_probe_stats (agent_id uuid NOT NULL, grp integer NOT NULL,"
     " term text NOT NULL, docs integer NOT NULL)",
     "INSERT INTO hybrid_probe_postings SELECT :agent, grp, id, t.term, t.impact, created_at"
-    " FROM hybrid_probe, bm25_terms(search_tsv, 1.2, 0.75, 15.0) t",
+    f" FROM hybrid_probe, bm25_terms(search_tsv, {BM25.k1}, {BM25.b}, {BM25.avgdl}) t",
     "INSERT INTO hybrid_probe_stats SELECT :agent, grp, t.term, count(*) FROM hybrid_probe,"
     " LATERAL (SELECT '' UNION ALL SELECT unnest(tsvector_to_array(search_tsv))) t(term)"
     " GROUP BY 1, 2, 3",

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from server.domain import bm25
-from server.domain.bm25 import HISTORY_BM25, MEMORY_BM25, Seeking
+from server.domain.bm25 import BM25, Bm25, Seeking
 from server.domain.ranking_presets import DEFAULT_PRESET, HISTORY_FUSION_PRESET
 
 
@@ -21,19 +21,15 @@ def test_r41_a_rare_term_weighs_more_than_a_common_one() -> None:
     assert bm25.idf(0, 0) == pytest.approx(math.log(2))  # no documents: no division by 0
 
 
-def test_r41_impact_saturates_with_repeats_and_falls_with_length() -> None:
-    """R41: a term repeated counts more, up to ``k1 + 1``; the same term in a longer
-    document counts less; at the reference length one occurrence counts 1."""
-    assert bm25.impact(1, 15) == pytest.approx(1.0)
-    assert bm25.impact(1, 15) < bm25.impact(2, 15) < bm25.impact(5, 15) < MEMORY_BM25.k1 + 1
-    assert bm25.impact(1, 5) > bm25.impact(1, 15) > bm25.impact(1, 60)
-
-
-def test_r62_a_history_parts_length_does_not_weigh() -> None:
-    """R62: history's constants have no length normalisation: a word once in a part
-    weighs 1 whatever the part's length, a word repeated more (up to ``k1 + 1``)."""
-    assert {bm25.impact(1, dl, HISTORY_BM25) for dl in (1, 15, 200)} == {1.0}
-    assert 1.0 < bm25.impact(2, 40, HISTORY_BM25) < bm25.impact(9, 40, HISTORY_BM25) < 4.0
+def test_r41_impact_saturates_with_repeats_and_a_texts_length_does_not_weigh() -> None:
+    """R41, R62: a term repeated counts more, up to ``k1 + 1``; without length
+    normalisation (``b`` 0, chosen on LoCoMo) a term once in a text counts 1 whatever
+    the text's length. With ``b`` above 0 the same term in a longer text counts less."""
+    assert {bm25.impact(1, dl) for dl in (1, 15, 200)} == {1.0}
+    assert 1.0 < bm25.impact(2, 40) < bm25.impact(9, 40) < BM25.k1 + 1
+    usual = Bm25(k1=1.2, b=0.75, avgdl=15.0)
+    assert bm25.impact(1, 15, usual) == pytest.approx(1.0)
+    assert bm25.impact(1, 5, usual) > bm25.impact(1, 15, usual) > bm25.impact(1, 60, usual)
 
 
 def test_r41_a_document_scores_the_idf_weighted_impacts_of_the_terms_it_holds() -> None:
@@ -42,6 +38,7 @@ def test_r41_a_document_scores_the_idf_weighted_impacts_of_the_terms_it_holds() 
     weights = {"garden": 2.0, "tomato": 0.5, "rain": 3.0}
     doc = {"garden": 2, "tomato": 1, "shed": 1}
     want = 2.0 * bm25.impact(2, 4) + 0.5 * bm25.impact(1, 4)
+    assert want == 2.0 * 1.6 + 0.5
     assert bm25.score(doc, 4, weights) == want
     assert bm25.score({"shed": 1}, 1, weights) is None
 

@@ -6,23 +6,24 @@ A search reads a kind's index (memory versions, history parts) through
 
 1. :func:`weights`: the query's terms (its lexemes; for web-search syntax those it
    does not negate), each with its ``idf`` from the reader's statistics rows (one
-   index probe a term) and whether it finds candidates
-   (:func:`server.domain.bm25.seekers`);
-2. :func:`bounded`: the candidates, each finding term's first ``depth`` postings
-   in each of the reader's ranges (an index range already in the order
+   index probe a term), whether it finds candidates and how many of its postings
+   it reads (:func:`server.domain.bm25.seekers`, :func:`server.domain.bm25.depths`:
+   a pool's worth, the rarest terms all of theirs within a budget of pools);
+2. :func:`bounded`: the candidates, each finding term's first postings in each of
+   the reader's ranges (an index range already in the order
    ``impact DESC, created_at DESC, key``: one short index-only scan), plus the few
    postings outside the ranges the reader may find (memory: the versions an open
    turn or a preview wrote, through the full gate);
 3. :func:`score`: a candidate's exact BM25 over every term of the query, read by
    the postings' key (``(agent_id, key, term)``, one probe a candidate).
 
-So the work is at most (finding terms) x (ranges) x ``depth`` postings and one probe
-a candidate, whatever the number of documents that share a word with the query.
-A document past the first ``depth`` of every term it holds is not a candidate: with
-``depth`` at least each finding term's document frequency (a rare term, a small
-reach), the candidates are every match and the ranking is exact BM25; beyond it the
-best ``depth`` of each term stand for the rest (docs/scaling.md measures how often
-the first ten differ from an exhaustive ranking).
+So the work is at most (budget + finding terms) x pool postings a range and one
+probe a candidate, whatever the number of documents that share a word with the
+query. A document past the postings read of every term it holds is not a
+candidate: when each finding term's postings were all read (rare terms, a small
+reach) the candidates are every match and the ranking is exact BM25; beyond it the
+best of each term stand for the rest (docs/scaling.md measures how often the first
+ten differ from an exhaustive ranking).
 
 A search that filters on more than who may see (memory: kind, labels, ids), an API
 reader (every session of an agent) and a query in web-search syntax read their

@@ -21,6 +21,7 @@ BENCHES: dict[str, str] = {
     "locomo-history": "bench.locomo_history",
     "review": "bench.review",
     "trace": "bench.trace",
+    "keywords": "bench.keywords",
 }
 
 

@@ -364,6 +364,7 @@ def build_search_indexes(conn: psycopg.Connection[Any]) -> float:
             conn.execute(ddl)
     conn.execute("VACUUM ANALYZE memory_records")
     conn.execute("VACUUM ANALYZE memory_versions")
+    conn.execute("VACUUM ANALYZE memory_postings")
     return time.perf_counter() - start
 
 

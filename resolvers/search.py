@@ -77,11 +77,11 @@ class RecallInput:
 class MemorySearchResultType:
     version: MemoryVersionType = strawberry.field(description="The version found (its text).")
     score: float | None = strawberry.field(
-        description="The ranking score (cosine, full-text rank or fused, by mode); null when "
+        description="The ranking score (cosine, BM25 keyword score or fused, by mode); null when "
         "listed without a query."
     )
     cosine: float | None = strawberry.field(description="Similarity of meaning, -1..1.")
-    lexical: float | None = strawberry.field(description="Full-text rank, when words matched.")
+    lexical: float | None = strawberry.field(description="BM25 keyword score, when words matched.")
     found: strawberry.Private[models.MemoryRecord | None] = None
     explained: strawberry.Private[Callable[[], Awaitable[ScoreExplanationType]] | None] = None
 

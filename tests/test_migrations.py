@@ -17,6 +17,7 @@ from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import URL
 
 from server import migrate
+from server.domain import bm25
 from server.models import metadata
 
 
@@ -140,13 +141,15 @@ def _storage(engine: Engine, table: str = "memory_versions") -> dict[str, str]:
         return {name: storage for name, storage in rows}
 
 
-def _routines(engine: Engine) -> set[str]:
+def _routines(engine: Engine, pattern: str = "%search_scope") -> set[str]:
+    """The triggers and functions whose name is like ``pattern``."""
     with engine.connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
-                " UNION SELECT proname FROM pg_proc WHERE proname LIKE 'memory%search_scope'"
-            )
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE :pattern"
+                " UNION SELECT proname FROM pg_proc WHERE proname LIKE :pattern"
+            ),
+            {"pattern": pattern},
         )
         return {name for (name,) in rows}
 
@@ -256,3 +259,93 @@ def test_0009_payloads_read_as_the_schema_names_them_and_its_downgrade_restores_
     assert hits == [{"eventId": "e1", "partId": "p1", "part": 2, "parts": 3, "turn": 1}]
     migrate.downgrade(fresh_url, "0008")
     assert _payloads(fresh_engine) == before
+
+
+_SEED_0010 = [
+    "INSERT INTO agents (id, namespace, name, sessionless) VALUES (:agent, 'ns', 'a', false)",
+    "INSERT INTO agent_versions (id, agent_id, number, config) VALUES (:version, :agent, 1, '{}')",
+    "INSERT INTO sessions (id, agent_id) VALUES (:session, :agent)",
+    "INSERT INTO turns (id, agent_id, agent_version_id, session_id, number, attempt, status,"
+    " preview) VALUES (:turn, :agent, :version, :session, 1, 1, 'committed', false)",
+    "INSERT INTO executions (id, agent_id, turn_id, kind, name, status)"
+    " VALUES (:execution, :agent, :turn, 'turn', 'turn', 'succeeded')",
+    "INSERT INTO transcript_events (id, agent_id, turn_id, sequence, type, payload)"
+    " VALUES (:event, :agent, :turn, 1, 'message.user', '{}')",
+    "INSERT INTO history_events (id, agent_id, session_id, turn_id, turn_number,"
+    " transcript_event_id, sequence, role, is_error, preview, text) VALUES (:kept, :agent,"
+    " :session, :turn, 1, :event, 1, 'user', false, false, 'gulls and a lighthouse')",
+    "INSERT INTO history_parts (id, event_id, agent_id, session_id, turn_number, preview, part,"
+    " parts, text, embedding) SELECT gen_random_uuid(), :kept, :agent, :session, 1, false, n, 2,"
+    " 'the lighthouse keeper feeds gull ' || n, array_fill(0.1, ARRAY[384])::vector"
+    " FROM generate_series(1, 2) n",
+    "INSERT INTO memory_records (id, agent_id, session_id, scope, status, preview, pinned,"
+    " turn_id, committed, current_version_id) SELECT id, :agent, :session, scope, status, false,"
+    " false, :turn, true, version FROM (VALUES (:r1, 'AGENT', 'ACTIVE', :v1),"
+    " (:r2, 'SESSION', 'ACTIVE', :v2), (:r3, 'AGENT', 'DELETED', :v3)) r(id, scope, status,"
+    " version)",
+    "INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary, kind, labels,"
+    " embedding, execution_id, agent_version_id, session_id, turn_id) SELECT v, r, :agent, 1,"
+    " s, t, 'fact', '{}', array_fill(0.1, ARRAY[384])::vector, :execution, :version, :session,"
+    " :turn FROM (VALUES (:v1, :r1, 'ACTIVE', 'walrus walrus on the beach'),"
+    " (:v2, :r2, 'ACTIVE', 'a walrus colony'), (:v3, :r3, 'DELETED', 'gone walrus')) x(v, r, s, t)",
+]
+
+
+def _index(engine: Engine) -> tuple[set[tuple[str, str, float, str | None]], set[Any]]:
+    """The BM25 postings (memory and history) and every statistics row."""
+    with engine.connect() as conn:
+        postings = {
+            (str(k), t, i, s)
+            for k, t, i, s in conn.execute(
+                text(
+                    "SELECT version_id, term, impact, search_scope FROM memory_postings"
+                    " UNION ALL SELECT part_id, term, impact, 'HISTORY' FROM history_postings"
+                )
+            )
+        }
+        stats = set(
+            conn.execute(
+                text(
+                    "SELECT term, search_scope, docs FROM memory_term_stats"
+                    " UNION ALL SELECT term, 'HISTORY', docs FROM history_term_stats"
+                )
+            ).all()
+        )
+    return postings, stats
+
+
+def test_0011_builds_the_bm25_index_from_existing_rows_and_its_downgrade_is_lossless(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0011 (R41, R62): the postings and statistics of the versions and parts
+    already there are built on upgrade (a deleted record's version has none); the
+    downgrade removes the tables, triggers and functions; upgrading again builds the
+    same index, since it is derived from the rows."""
+    migrate.upgrade(fresh_url, "0010")
+    ids = {
+        name: uuid.uuid4()
+        for name in ("agent", "version", "session", "turn", "execution", "event", "kept")
+    }
+    ids |= {f"{k}{i}": uuid.uuid4() for k in "rv" for i in (1, 2, 3)}
+    with fresh_engine.begin() as conn:
+        for sql in _SEED_0010:
+            conn.execute(text(sql), ids)
+    migrate.upgrade(fresh_url)
+    postings, stats = _index(fresh_engine)
+    walrus = {(k, s) for k, t, _, s in postings if t == "walrus"}
+    assert walrus == {(str(ids["v1"]), "AGENT"), (str(ids["v2"]), "SESSION")}
+    assert {p[2] for p in postings if p[:2] == (str(ids["v1"]), "walrus")} == {bm25.impact(2, 3)}
+    assert ("walrus", "AGENT", 1) in stats and ("walrus", "SESSION", 1) in stats
+    assert ("", "HISTORY", 2) in stats and ("lighthous", "HISTORY", 2) in stats
+    assert _routines(fresh_engine, "%postings%") == {
+        f"{kind}_postings_{what}"
+        for kind in ("memory", "history")
+        for what in ("inserted", "updated", "deleted", "of")
+    }
+    migrate.downgrade(fresh_url, "0010")
+    assert not {t for t in _tables(fresh_engine) if "postings" in t or "term_" in t}
+    assert _routines(fresh_engine, "%postings%") == set()
+    assert _routines(fresh_engine, "bm25%") == set()
+    migrate.upgrade(fresh_url)
+    assert _index(fresh_engine) == (postings, stats)
+    assert _differences(fresh_engine) == []

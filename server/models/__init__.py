@@ -27,6 +27,14 @@ from server.models.auth import (
 )
 from server.models.history import HistoryEvent, HistoryPart
 from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
+from server.models.postings import (
+    HISTORY_POSTINGS,
+    HISTORY_TERM_STATS,
+    MEMORY_POSTINGS,
+    MEMORY_TERM_DELTAS,
+    MEMORY_TERM_FLUSHES,
+    MEMORY_TERM_STATS,
+)
 from server.models.review import MemoryReview
 
 metadata = SQLModel.metadata
@@ -41,6 +49,12 @@ def table(model: type[SQLModel]) -> Table:
 
 __all__ = [
     "EMBEDDING_DIM",
+    "HISTORY_POSTINGS",
+    "HISTORY_TERM_STATS",
+    "MEMORY_POSTINGS",
+    "MEMORY_TERM_DELTAS",
+    "MEMORY_TERM_FLUSHES",
+    "MEMORY_TERM_STATS",
     "Agent",
     "AgentVersion",
     "Execution",

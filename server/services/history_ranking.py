@@ -2,14 +2,15 @@
 may see (:func:`server.storage.history_gate.history_condition`, R64) for a query.
 
 A hybrid search ranks in context (:func:`context_search`): the candidates of a
-hybrid search (:func:`server.storage.hybrid.candidate_keys`, the history fusion
-preset's pool) and every part of their turns, each scored by its cosine and
-keyword weight, its predecessor's, its successor's and its turn's, and by
-whether it was kept in a period the query names (:mod:`server.domain.history`,
-:func:`server.domain.dates.query_periods`); each result is one part. The
-keywords come from :mod:`server.services.history_keywords`. ``vector`` and
-``lexical`` modes rank one signal as memory search does; they and other
-thresholds are for evaluation (bench/locomo_history.py).
+hybrid search (:class:`server.storage.candidates.Candidates`, the history fusion
+preset's pool; by keywords, BM25 over the session's postings, its common words
+finding none) and every part of their turns, each scored by its cosine and
+keyword weight (its BM25 score, :mod:`server.storage.bm25`), its predecessor's,
+its successor's and its turn's, and by whether it was kept in a period the query
+names (:mod:`server.domain.history`, :func:`server.domain.dates.query_periods`);
+each result is one part. ``vector`` and ``lexical`` modes rank one signal as
+memory search does; they and other thresholds are for evaluation
+(bench/locomo_history.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlmodel import col
@@ -40,13 +40,12 @@ from server.domain import history as rules
 from server.domain.dates import Period, query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import Mode
-from server.models import HistoryEvent, HistoryPart
-from server.services.history_keywords import Keywords, keywords_of
-from server.storage.candidates import SearchSource
+from server.models import HistoryEvent, HistoryPart, table
+from server.storage.candidates import EXACT_BELOW, Candidates, SearchSource
 from server.storage.history_gate import history_condition
-from server.storage.hybrid import candidate_keys
 from server.storage.hybrid_run import Hit, hits, hybrid_search, scanned_rows
-from server.storage.search_terms import F8, cosine, float_param, tsquery
+from server.storage.reaches import history_postings
+from server.storage.search_terms import F8, cosine, float_param
 
 # Parts have no vector index (migration 0006): a search ranks its session's parts
 # exactly, and runs under the planner's own settings. Those that steer a search to an
@@ -59,29 +58,12 @@ _ZERO: ColumnElement[Any] = literal_column("0::float8")
 
 
 def _source(reader: HistoryReader) -> SearchSource:
-    return SearchSource.of(HistoryPart, where=history_condition(reader))
-
-
-def _keyword_weight(keywords: Keywords) -> ColumnElement[Any]:
-    """A part's keyword weight: the sum of the weights of the query's keywords it holds,
-    or, without weights (web-search syntax), its ``ts_rank_cd``; 0 when it matches none."""
-    tsv = HistoryPart.search_tsv
-    if keywords.weights:
-        return sum(
-            (
-                case(
-                    (
-                        tsv.op("@@")(cast(bindparam(f"kw{i}", stems), TSQUERY)),
-                        float_param(f"kwt{i}", weight),
-                    ),
-                    else_=_ZERO,
-                )
-                for i, (stems, weight) in enumerate(keywords.weights)
-            ),
-            start=_ZERO,
-        )
-    query = tsquery(keywords.text)
-    return case((tsv.op("@@")(query), cast(func.ts_rank_cd(tsv, query), F8)), else_=_ZERO)
+    return SearchSource.of(
+        HistoryPart,
+        where=history_condition(reader),
+        keywords=history_postings(reader),
+        bounded=True,
+    )
 
 
 def _in_context(scored: Any, signal: Any) -> Any:
@@ -102,7 +84,7 @@ def _in_context(scored: Any, signal: Any) -> Any:
 def context_search(
     *,
     reader: HistoryReader,
-    keywords: Keywords,
+    query: str,
     vector: Sequence[float],
     min_score: float,
     limit: int,
@@ -110,18 +92,20 @@ def context_search(
     periods: Sequence[Period] = (),
 ) -> Select[Any]:
     """The statement of a hybrid history search (R62, ranking in context): the turns of
-    the hybrid candidates (:func:`server.storage.hybrid.candidate_keys`), every part of
-    them scored as :mod:`server.domain.history` states, a part kept in one of
+    the hybrid candidates (:meth:`server.storage.candidates.Candidates.keys`), every part
+    of them scored as :mod:`server.domain.history` states, a part kept in one of
     ``periods`` (those the query names) gaining; rows ``(key, score, cosine, lexical,
     created_at)``, best first, the first ``limit``."""
-    seeds = candidate_keys(
-        source=_source(reader),
-        text=keywords.text,
-        vector=vector,
-        min_score=min_score,
-        pool=rules.PRESET.pool_size(limit),
-        exact=EXACT,
+    found = Candidates(
+        _source(reader),
+        rules.PRESET.pool_size(limit),
+        min_score,
+        EXACT,
+        EXACT_BELOW,
+        rules.PRESET.seeking,
     )
+    seeds = found.keys(vector, query)
+    weight = func.coalesce(found.keyword_score(query, table(HistoryPart).c.id), _ZERO)
     now = now if now is not None else datetime.now(UTC)
     seed = aliased(HistoryPart, name="seed")
     turns = select(col(seed.turn_number)).where(col(seed.id).in_(select(seeds.c.key)))
@@ -133,7 +117,7 @@ def context_search(
             col(HistoryEvent.sequence).label("sequence"),
             col(HistoryPart.part).label("part"),
             cosine(HistoryPart.embedding, vector).label("cosine"),
-            _keyword_weight(keywords).label("lexical"),
+            weight.label("lexical"),
         )
         .select_from(HistoryPart)
         .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
@@ -207,20 +191,15 @@ async def rank_parts(
     min_score: float = rules.MIN_SCORE,
 ) -> list[Hit]:
     """The parts ``reader`` may see, ranked for ``query`` (R62): ``hybrid`` in context
-    (:func:`context_search`, keywords by :func:`keywords_of`); ``vector`` and ``lexical``
-    (the memory search's ranking of one signal, keywords by :func:`keywords_of`) and
-    other thresholds are for evaluation (bench/locomo_history.py)."""
-    if mode == "vector":
-        keywords = Keywords(query)
-    else:
-        keywords = await keywords_of(db, reader=reader, query=query)
+    (:func:`context_search`); ``vector`` and ``lexical`` (the memory search's ranking of
+    one signal) and other thresholds are for evaluation (bench/locomo_history.py)."""
     if mode == "hybrid" and vector is not None:
         if limit == 0:
             return []
         now = datetime.now(UTC)
         stmt = context_search(
             reader=reader,
-            keywords=keywords,
+            query=query,
             vector=vector,
             min_score=min_score,
             limit=limit,
@@ -234,7 +213,7 @@ async def rank_parts(
     return await hybrid_search(
         db,
         source=_source(reader),
-        text=keywords.text,
+        text=query,
         vector=vector,
         mode=mode,
         min_score=min_score,

@@ -41,6 +41,7 @@ from server.storage.candidates import SearchSource
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
+from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
 
 
@@ -107,7 +108,7 @@ def _found_by(
     return and_(*conds)
 
 
-def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
+def _source(reader: Reader, where: ColumnElement[bool], *, filtered: bool) -> SearchSource:
     return SearchSource(
         from_=table(MemoryVersion),
         key=table(MemoryVersion).c.id,
@@ -118,6 +119,9 @@ def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
         # Picks exact ranking for an agent with few versions; the gate above decides
         # what may be found.
         probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
+        keywords=memory_postings(reader),
+        # the postings know who may find a version, not its kind or labels
+        bounded=not (filtered or reader.api),
     )
 
 
@@ -159,7 +163,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
     )
     return build_search(
-        source=_source(reader, where),
+        source=_source(reader, where, filtered=shape.kind or shape.labels or shape.ids),
         text='"' if shape.web else "",
         vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
         mode=shape.mode,

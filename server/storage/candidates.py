@@ -6,9 +6,12 @@ nearest the query in meaning, and its best keyword matches.
   ``cosine DESC, created_at DESC, key`` and cut to ``P`` (the slack settles ties
   at the cut that the index order leaves open), then those under ``min_score``
   dropped;
-- by keywords (the CTE ``l``): rows under ``where`` whose ``search_tsv`` matches
-  the full-text query (:func:`server.storage.search_terms.tsquery`), by
-  ``ts_rank_cd`` desc, the first ``P``, a rank of 0 dropped.
+- by keywords (the CTE ``l``): the source's BM25 candidates
+  (:mod:`server.storage.bm25`: from its postings, bounded by ``P``, when the source
+  says they are exactly what ``where`` admits; otherwise the rows under ``where``
+  whose ``search_tsv`` matches the full-text query,
+  :func:`server.storage.search_terms.tsquery`), by BM25 score desc, newer first,
+  then key, the first ``P``.
 
 Filtered vector search keeps its recall. A source may give a ``probe``: a
 cheap query whose rows include every row ``where`` admits (for memory, the
@@ -25,7 +28,7 @@ nothing is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -41,11 +44,15 @@ from sqlalchemy import (
     not_,
     null,
     select,
+    union,
     union_all,
 )
 
+from server.domain.bm25 import Seeking
+from server.domain.ranking_presets import DEFAULT_PRESET
 from server.models import HistoryPart, MemoryVersion, table
-from server.storage.search_terms import F8, cosine, distance, tsquery
+from server.storage import bm25
+from server.storage.search_terms import F8, cosine, distance, tsquery, uses_web_syntax
 
 # Rows the index order contributes past the pool, so that exact ties at the cut
 # are settled by (created_at, key) as the reference does.
@@ -61,6 +68,10 @@ class SearchSource:
 
     ``probe`` (optional) selects a superset of the rows ``where`` admits, cheaply (on an
     index); its size up to :data:`EXACT_BELOW` picks exact ranking or the HNSW index.
+    ``keywords``: the reader's view of the rows' BM25 postings (a keyword search needs
+    it); ``bounded``: its ranges admit exactly the rows ``where`` admits, so the keyword
+    candidates come from the postings (:func:`server.storage.bm25.bounded`) rather than
+    from every full-text match under ``where``.
     """
 
     from_: FromClause
@@ -70,6 +81,8 @@ class SearchSource:
     created_at: ColumnElement[datetime]
     where: ColumnElement[bool]
     probe: Select[Any] | None = None
+    keywords: bm25.Postings | None = None
+    bounded: bool = False
 
     @classmethod
     def of(
@@ -78,6 +91,8 @@ class SearchSource:
         *,
         where: ColumnElement[bool],
         probe: Select[Any] | None = None,
+        keywords: bm25.Postings | None = None,
+        bounded: bool = False,
     ) -> SearchSource:
         """The rows of a searchable model's table: its ``id``, ``embedding``,
         ``search_tsv`` and ``created_at`` columns."""
@@ -90,6 +105,8 @@ class SearchSource:
             created_at=rows.c.created_at,
             where=where,
             probe=probe,
+            keywords=keywords,
+            bounded=bounded,
         )
 
 
@@ -97,17 +114,39 @@ class SearchSource:
 class Candidates:
     """How a search picks its candidates in ``source``: the first ``pool`` by meaning
     (cosine at least ``min_score``; exactly or on the index as ``exact`` and
-    ``exact_below`` decide) and the first ``pool`` by keywords."""
+    ``exact_below`` decide) and the first ``pool`` by keywords (BM25, the query's terms
+    found as ``seeking`` says)."""
 
     source: SearchSource
     pool: int
     min_score: float
     exact: bool | None
     exact_below: int
+    seeking: Seeking = DEFAULT_PRESET.seeking
+    _weights: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def keyword_weights(self, text: str) -> Any:
+        """The CTE ``w`` of the query's terms and weights (:func:`server.storage.bm25.weights`),
+        one object per statement, shared by both candidate lists."""
+        web = uses_web_syntax(text)
+        key = "web" if web else "plain"
+        if key not in self._weights:
+            keywords = self.source.keywords
+            if keywords is None:
+                raise ValueError("a keyword search needs the source's postings")
+            self._weights[key] = bm25.weights(keywords, text, seeking=self.seeking, depth=self.pool)
+        return self._weights[key]
+
+    def keyword_score(self, text: str, key: ColumnElement[Any]) -> Any:
+        """The BM25 score of the row ``key`` for ``text`` (NULL: it holds no term)."""
+        keywords = self.source.keywords
+        assert keywords is not None
+        return cast(bm25.score(keywords, self.keyword_weights(text), key), F8)
 
     def by_meaning(self, vector: Sequence[float], *, text: str | None) -> Any:
         """The CTE ``v``: ``(key, created_at, cosine, vlexical, vrank)``; ``vlexical`` is
-        the candidate's full-text rank for ``text`` (NULL without one)."""
+        the candidate's BM25 score for ``text`` (NULL without one, or when it does not
+        match the full-text query)."""
         source, pool = self.source, self.pool
         to_query = distance(source.embedding, vector)
 
@@ -145,12 +184,11 @@ class Candidates:
             exactly = scan(True, is_small).subquery("exactly")
             found = union_all(select(by_index), select(exactly)).subquery("vscan")
         if text is not None:
-            # The full-text rank of a candidate found by meaning (computed for the pool
-            # only), reported even when it is past the keyword pool (it then adds nothing).
-            query = tsquery(text)
-            rank = cast(func.ts_rank_cd(found.c.tsv, query), F8)
+            # The keyword score of a candidate found by meaning (computed for the pool only),
+            # reported even when it is past the keyword pool (it then adds nothing).
             vlexical: ColumnElement[Any] = case(
-                (found.c.tsv.op("@@")(query), rank), else_=cast(null(), F8)
+                (found.c.tsv.op("@@")(tsquery(text)), self.keyword_score(text, found.c.key)),
+                else_=cast(null(), F8),
             )
         else:
             vlexical = cast(null(), F8)
@@ -174,36 +212,60 @@ class Candidates:
         )
 
     def by_keywords(self, text: str, *, vector: Sequence[float] | None) -> Any:
-        """The CTE ``l``: ``(key, created_at, lexical, lcosine, lrank)``; ``lcosine`` is
-        the candidate's cosine to ``vector`` (NULL without one)."""
+        """The CTE ``l``: ``(key, created_at, lexical, lcosine, lrank)``; ``lexical`` is the
+        BM25 score, ``lcosine`` the candidate's cosine to ``vector`` (NULL without one)."""
         source = self.source
-        query = tsquery(text)
-        rank = cast(func.ts_rank_cd(source.tsv, query), F8)
-        lcosine = cast(null(), F8) if vector is None else cosine(source.embedding, vector)
-        top = (
-            select(
-                source.key.label("key"),
-                source.created_at.label("created_at"),
-                rank.label("lexical"),
-                lcosine.label("lcosine"),
+        if source.bounded and not uses_web_syntax(text):
+            assert source.keywords is not None
+            found = bm25.bounded(source.keywords, self.keyword_weights(text)).subquery("lfound")
+        else:
+            found = (
+                select(source.key.label("key"), source.created_at.label("created_at"))
+                .select_from(source.from_)
+                .where(source.where, source.tsv.op("@@")(tsquery(text)))
+                .subquery("lfound")
             )
-            .select_from(source.from_)
-            .where(source.where, source.tsv.op("@@")(query))
-            .order_by(rank.desc(), source.created_at.desc(), source.key)
+        # OFFSET 0: each candidate is scored once (a flattened subquery would score it again
+        # in the filter below)
+        scored = (
+            select(
+                found.c.key,
+                found.c.created_at,
+                self.keyword_score(text, found.c.key).label("lexical"),
+            )
+            .offset(0)
+            .subquery("lscored")
+        )
+        top = (
+            select(scored)
+            .where(scored.c.lexical.is_not(None))
+            .order_by(scored.c.lexical.desc(), scored.c.created_at.desc(), scored.c.key)
             .limit(self.pool)
             .subquery("ltop")
         )
-        # Ranks of 0 sort last, so dropping them after the cut keeps the top P matches.
-        return (
-            select(
-                top,
-                func.row_number()
-                .over(order_by=(top.c.lexical.desc(), top.c.created_at.desc(), top.c.key))
-                .label("lrank"),
+        if vector is None:
+            lcosine: ColumnElement[Any] = cast(null(), F8)
+            rows = select(top.c.key, top.c.created_at, top.c.lexical, lcosine.label("lcosine"))
+        else:
+            lcosine = cosine(source.embedding, vector)
+            rows = (
+                select(top.c.key, top.c.created_at, top.c.lexical, lcosine.label("lcosine"))
+                .select_from(top)
+                .join(source.from_, source.key == top.c.key)
             )
-            .where(top.c.lexical > 0)
-            .cte("l")
-        )
+        near = rows.subquery("lnear")
+        return select(
+            near,
+            func.row_number()
+            .over(order_by=(near.c.lexical.desc(), near.c.created_at.desc(), near.c.key))
+            .label("lrank"),
+        ).cte("l")
+
+    def keys(self, vector: Sequence[float], text: str) -> Any:
+        """The keys of both lists, as a CTE ``seeds(key)``."""
+        v = self.by_meaning(vector, text=None)
+        lex = self.by_keywords(text, vector=None)
+        return union(select(v.c.key), select(lex.c.key)).cte("seeds")
 
 
 __all__ = ["EXACT_BELOW", "TIE_SLACK", "Candidates", "SearchSource"]

@@ -50,9 +50,9 @@ from sqlalchemy import (
     literal_column,
     null,
     select,
-    union,
 )
 
+from server.domain.bm25 import Seeking
 from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.storage.candidates import EXACT_BELOW, Candidates, SearchSource
@@ -117,7 +117,9 @@ def build_search(
 ) -> Select[Any]:
     """The one statement of a search; rows ``(key, score, cosine, lexical, created_at)``."""
     _check(mode=mode, text=text, vector=vector, min_score=min_score, limit=limit)
-    found = Candidates(source, preset.pool_size(limit), min_score, exact, exact_below)
+    found = Candidates(
+        source, preset.pool_size(limit), min_score, exact, exact_below, preset.seeking
+    )
     if mode == "vector":
         assert vector is not None
         v = found.by_meaning(vector, text=None)
@@ -174,16 +176,14 @@ def candidate_keys(
     pool: int,
     exact: bool | None = None,
     exact_below: int = EXACT_BELOW,
+    seeking: Seeking = DEFAULT_PRESET.seeking,
 ) -> Any:
     """The keys of a hybrid search's candidates, as a CTE ``seeds(key)``: the first
     ``pool`` by meaning (cosine >= ``min_score``) and the first ``pool`` keyword matches,
     chosen exactly as :func:`build_search` chooses them (for a caller that ranks the
     candidates, or rows near them, in its own way)."""
     _check(mode="hybrid", text=text, vector=vector, min_score=min_score, limit=pool)
-    found = Candidates(source, pool, min_score, exact, exact_below)
-    v = found.by_meaning(vector, text=None)
-    lex = found.by_keywords(text, vector=None)
-    return union(select(v.c.key), select(lex.c.key)).cte("seeds")
+    return Candidates(source, pool, min_score, exact, exact_below, seeking).keys(vector, text)
 
 
 def search_parameters(

@@ -43,9 +43,9 @@ MAX_SCAN_TUPLES = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One ranked row: the key, the score (cosine, full-text rank or fused score by
-    mode), the cosine and the full-text rank. ``cosine`` is set whenever a query vector
-    was given; ``lexical`` (the ``ts_rank_cd``) when a text was given (not in ``vector``
+    """One ranked row: the key, the score (cosine, BM25 score or fused score by
+    mode), the cosine and the BM25 score. ``cosine`` is set whenever a query vector
+    was given; ``lexical`` (the BM25 score) when a text was given (not in ``vector``
     mode) and the row matches it, even if it was past the keyword pool."""
 
     key: uuid.UUID

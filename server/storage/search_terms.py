@@ -4,11 +4,10 @@ as named ``float8`` parameters.
 
 The full-text query: words match if a row shares *any* of them (stop words
 dropped, words stemmed: ``plainto_tsquery('english', text)`` with ``&`` turned
-into ``|``), ranked by cover density, so rows holding more of the words,
-closer together, rank higher. A query that uses web-search syntax (a
-``"quoted phrase"``, an ``OR`` between words, or a ``-word``) is read with
-``websearch_to_tsquery('english', text)`` instead, so a caller can ask for
-exact phrases and exclusions.
+into ``|``); the matches are ranked by BM25 (:mod:`server.storage.bm25`). A
+query that uses web-search syntax (a ``"quoted phrase"``, an ``OR`` between
+words, or a ``-word``) is read with ``websearch_to_tsquery('english', text)``
+instead, so a caller can ask for exact phrases and exclusions.
 
 The query text is the parameter ``text`` and the query vector the parameter
 ``q`` wherever they appear, so that a statement built once runs with new values

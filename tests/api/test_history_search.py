@@ -8,17 +8,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import cast, event, select
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import event, select
 
 from server.domain import history as rules
 from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
 from server.models import HistoryEvent, HistoryPart, OutputUse
-from server.services.history_keywords import keywords_of
 from server.services.history_ranking import context_search
 from server.storage import hybrid_run
+from tests import bm25_reference as by_hand
 from tests.api.history_scenario import (
     SEARCH,
     HistoryScenario,
@@ -400,10 +399,10 @@ async def test_session_history_costs_a_bounded_number_of_statements(api: Api) ->
 
 
 async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) -> None:
-    """R62: a word in more than COMMON_WORD_SHARE of the session's parts (here a name in
-    every message) is left out of the keyword search, counted on the parts the reader
-    sees; the search then finds the message the rare words name, in lexical mode too."""
-    from server.domain import history as rules
+    """R62: a word in more than the preset's common share of the session's parts (here a
+    name in every message) finds no keyword candidates, counted on the session's parts;
+    the search then finds the message the rare words name, in lexical mode too, and the
+    name still weighs (a little) in its score."""
     from server.domain.history import HistoryReader
     from server.services.history_ranking import rank_parts
 
@@ -417,21 +416,23 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
         turn_number=2,
         preview=False,
     )
+    seeking = rules.PRESET.seeking
+    assert seeking.common_share is not None and seeking.common_min < 25  # "dana": all 25
     query = "Where did Dana leave the spare key?"
     async with api.database.session() as db:
-        assert (await keywords_of(db, reader=reader, query=query)).text == "leave spare key"
-        # a reader before turn 1 sees no parts: nothing is common, the query stays whole
-        early = HistoryReader(reader.agent_id, reader.session_id, 1, False)
-        assert (await keywords_of(db, reader=early, query=query)).text == query
-        # web-search syntax is read as written
-        quoted = '"Dana" key'
-        assert (await keywords_of(db, reader=reader, query=quoted)).text == quoted
-        (top,) = await rank_parts(
+        # one place in the pool: were the name finding candidates, its 25 parts would
+        # crowd the flowerpot out
+        found = await rank_parts(
             db, reader=reader, query=query, vector=None, limit=1, mode="lexical"
         )
+        (top,) = found
         part = await db.get(HistoryPart, top.key)
+        only_name = await rank_parts(
+            db, reader=reader, query="Dana", vector=None, limit=50, mode="lexical"
+        )
     assert part is not None and part.text == "Dana: the spare key is under the flowerpot"
-    assert rules.COMMON_WORD_MIN_COUNT < 25  # the name is in all 25 parts
+    # every word common: the query is read whole, and every part holds the name
+    assert len(only_name) == 25
     (hit, *_) = await s.results(reader_turn, query)
     assert hit["text"].endswith("the spare key is under the flowerpot")
 
@@ -466,8 +467,9 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     api: Api,
 ) -> None:
     """R62: the statement of a hybrid history search scores every part of the candidates'
-    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows,
-    the part after each and the period the query names included."""
+    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows
+    (each part's keyword weight its BM25 score, computed by hand), the part after each
+    and the period the query names included."""
     s, session = await _agent(api)
     for events in (
         (
@@ -494,11 +496,9 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     periods = query_periods(query, now=now)
     assert len(periods) == 1
     async with api.database.session() as db:
-        keywords = await keywords_of(db, reader=reader, query=query)
-        assert keywords.weights  # the query's words, weighed by how few parts hold them
         stmt = context_search(
             reader=reader,
-            keywords=keywords,
+            query=query,
             vector=vector,
             min_score=rules.MIN_SCORE,
             limit=50,
@@ -516,9 +516,6 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                 )
             ).all()
         }
-        matches = [
-            HistoryPart.search_tsv.op("@@")(cast(stems, TSQUERY)) for stems, _ in keywords.weights
-        ]
         rows = (
             await db.execute(
                 select(
@@ -528,7 +525,6 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                     HistoryPart.part,
                     HistoryPart.created_at,
                     (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
-                    *matches,
                 )
                 .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
                 .where(
@@ -537,7 +533,13 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                 )  # type: ignore[attr-defined]
             )
         ).all()
-    weights = [w for _, w in keywords.weights]
+        # a part's keyword weight: its BM25 score, idf counted over the session's parts
+        terms = await by_hand.query_terms(db, query)
+        session_parts = await by_hand.documents(
+            db, table="history_parts", key="id", where="session_id = :s", params={"s": session}
+        )
+    assert {"puppi", "chew", "last", "week"} <= set(terms)
+    bm25 = by_hand.scores(session_parts, session_parts, terms)
     parts = [
         ContextPart(
             key=str(r[0]),
@@ -546,7 +548,7 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
             part=r[3],
             created_at=r[4],
             cosine=float(r[5]),
-            keywords=sum(w for w, m in zip(weights, r[6:], strict=True) if m),
+            keywords=bm25[str(r[0])] or 0.0,
         )
         for r in rows
     ]

@@ -243,7 +243,7 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
 @pytest.mark.parametrize("mode", ["vector", "lexical"])
 async def test_r6_r41_single_signal_modes(world: World, mode: str) -> None:
     """R6, R41: ``vector`` ranks by meaning alone (score = cosine), ``lexical`` by words
-    alone (score = full-text rank, no embedding, so no embed usage)."""
+    alone (score = BM25 keyword score, no embedding, so no embed usage)."""
     api = world.scenario.api
     turn = await world.turn(mode)
     found = await search(api, turn, query="window seats on flights", limit=6)

@@ -337,6 +337,9 @@ _INDEXES = {
     " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
     "ix_memory_versions_agent_tsv": "CREATE INDEX ix_memory_versions_agent_tsv"
     " ON memory_versions USING gin (agent_id, search_tsv)",
+    "ix_memory_versions_agent_bits": "CREATE INDEX ix_memory_versions_agent_bits"
+    " ON memory_versions (agent_id)"
+    " INCLUDE (id, record_id, search_scope, session_id, kind, embedding_bits)",
 }
 
 

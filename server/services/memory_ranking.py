@@ -32,15 +32,16 @@ from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.embedding import Embedder
-from server.models import MemoryRecord, MemoryVersion, table
+from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
 from server.storage.built import built_once
-from server.storage.candidates import SearchSource
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
+from server.storage.nearest import Path
 from server.storage.search_terms import uses_web_syntax
+from server.storage.source import SearchSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,9 @@ class MemoryQuery:
     limit: int
     filters: Filters = NO_FILTERS
     preset: FusionPreset = DEFAULT_PRESET
+    # how the candidates by meaning are found (server.storage.nearest); None: as the
+    # agent's share of the table says. Forced by the tests and the bench only.
+    path: Path | None = None
 
 
 def _found_by(
@@ -107,15 +111,11 @@ def _found_by(
 
 
 def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
-    return SearchSource(
-        from_=table(MemoryVersion),
-        key=table(MemoryVersion).c.id,
-        embedding=MemoryVersion.embedding,
-        tsv=MemoryVersion.search_tsv,
-        created_at=table(MemoryVersion).c.created_at,
+    return SearchSource.of(
+        MemoryVersion,
         where=where,
-        # Picks exact ranking for an agent with few versions; the gate above decides
-        # what may be found.
+        # Picks ranking by the embedding's bits for an agent with few versions, the HNSW
+        # index for one with many; the gate above decides what may be found.
         probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
     )
 
@@ -137,6 +137,7 @@ class _Shape:
     vector: bool
     limit: int
     preset: FusionPreset
+    path: Path | None
 
 
 @built_once
@@ -166,6 +167,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         limit=shape.limit,
         preset=shape.preset,
         now=datetime.now(UTC),
+        path=shape.path,
     )
 
 
@@ -214,6 +216,7 @@ def ranking_statement(
         vector=vector is not None,
         limit=limit,
         preset=query.preset,
+        path=query.path,
     )
     params = search_parameters(
         text=text,
@@ -241,9 +244,7 @@ async def ranked(db: AsyncSession, reader: Reader, query: MemoryQuery) -> list[F
     if query.limit == 0:
         return []
     stmt, params = ranking_statement(reader, query, with_rows=True)
-    rows = await scanned_rows(
-        db, stmt, params, mode=query.mode, limit=query.limit, preset=query.preset
-    )
+    rows = await scanned_rows(db, stmt, params)
     return [
         Found(
             record=r[1],

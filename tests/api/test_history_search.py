@@ -491,7 +491,7 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
             now=now,
             periods=periods,
         )
-        rows = await hybrid_run.scanned_rows(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        rows = await hybrid_run.scanned_rows(db, *stmt)
         hits = hybrid_run.hits(rows)
         keys = [h.key for h in hits]
         turns = {

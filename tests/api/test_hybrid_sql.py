@@ -40,16 +40,16 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSVECTOR
+from sqlalchemy.dialects.postgresql import BIT, DOUBLE_PRECISION, TSVECTOR
 
 from server.database import Database
 from server.domain.ranking import Candidate, Mode, rank
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.embedding import Embedder
-from server.storage.candidates import SearchSource
 from server.storage.hybrid import build_search
-from server.storage.hybrid_run import hybrid_search, scan_settings
+from server.storage.hybrid_run import hybrid_search
 from server.storage.search_terms import tsquery, uses_web_syntax
+from server.storage.source import SearchSource
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 TINY_POOL = replace(DEFAULT_PRESET, name="tiny", candidate_pool=1, pool_factor=1)
@@ -69,6 +69,7 @@ PROBE = Table(
     Column("embedding", Vector(384), nullable=False),
     Column("search_tsv", TSVECTOR),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("embedding_bits", BIT(384)),
 )
 RECALL = Table(
     "hybrid_recall_probe",
@@ -78,6 +79,7 @@ RECALL = Table(
     Column("embedding", Vector(384), nullable=False),
     Column("search_tsv", TSVECTOR),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("embedding_bits", BIT(384)),
 )
 
 WORDS = [
@@ -115,7 +117,8 @@ CREATE TABLE {name} (
     {body}
     embedding vector(384) NOT NULL,
     search_tsv tsvector {tsv},
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    embedding_bits bit(384) GENERATED ALWAYS AS (binary_quantize(embedding)::bit(384)) STORED
 )"""
 
 
@@ -127,6 +130,7 @@ def source(table: Table, grp: int) -> SearchSource:
         tsv=table.c.search_tsv,
         created_at=table.c.created_at,
         where=table.c.grp == grp,
+        bits=table.c.embedding_bits,
     )
 
 
@@ -448,7 +452,9 @@ async def recall_table(database: Database, embedder: Embedder) -> AsyncIterator[
         columns = "hybrid_recall_probe (id, grp, embedding, created_at)"
         async with cur.copy(f"COPY {columns} FROM STDIN WITH (FORMAT BINARY)") as copy:
             await copy.write(payload)
-        await db.execute(text("CREATE INDEX ON hybrid_recall_probe (grp)"))
+        await db.execute(
+            text("CREATE INDEX ON hybrid_recall_probe (grp) INCLUDE (id, embedding_bits)")
+        )
         await db.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
         await db.execute(text("SET LOCAL statement_timeout = 0"))  # a 100k-row index build
         await db.execute(
@@ -492,8 +498,6 @@ async def ran_index(database: Database, src: SearchSource, q: list[float]) -> bo
         for k, v in compiled.construct_params().items()
     }
     async with database.session() as db:
-        for key, value in scan_settings(10).items():
-            await db.execute(text("SELECT set_config(:k, :v, true)"), {"k": key, "v": value})
         raw = await (await db.connection()).get_raw_connection()
         cur = raw.driver_connection.cursor()  # type: ignore[union-attr]
         await cur.execute("EXPLAIN (ANALYZE, COSTS OFF) " + str(compiled), params)
@@ -528,7 +532,7 @@ async def test_r41_an_agent_with_5k_of_100k_rows_gets_the_exact_top_k(
     queries = recall_queries(recall_table, 30)
     assert not await ran_index(database, src, queries[0])
     for q in queries:
-        assert await top10(database, src, q) == await top10(database, src, q, exact=True)
+        assert await top10(database, src, q) == await top10(database, src, q, path="exact")
 
 
 async def test_r41_a_large_agent_uses_the_index_and_keeps_its_recall(
@@ -540,12 +544,12 @@ async def test_r41_a_large_agent_uses_the_index_and_keeps_its_recall(
     queries = recall_queries(recall_table, 30)
     for grp in (LARGE, SMALL):
         src = recall_source(grp)
-        forced = {} if grp == LARGE else {"exact": False}
+        forced = {} if grp == LARGE else {"path": "index"}
         if grp == LARGE:
             assert await ran_index(database, src, queries[0])
         found = total = 0
         for q in queries:
-            want = {k for k, _ in await top10(database, src, q, exact=True)}
+            want = {k for k, _ in await top10(database, src, q, path="exact")}
             got = {k for k, _ in await top10(database, src, q, **forced)}
             found += len(want & got)
             total += len(want)

@@ -16,7 +16,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.idempotent import once, once_shown
+from resolvers.idempotent import once_shown
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, idempotency_key
 from resolvers.types.history import HistoryEventType, HistoryResultType
 from resolvers.types.turns import ExecutionType, TranscriptEventType
@@ -208,7 +208,7 @@ class HistoryMutation:
             SearchHistoryInput, strawberry.argument(description="The tool's arguments.")
         ],
     ) -> SearchHistoryPayload:
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[history_search.HistorySearch, dict[str, Any]]:
             found = await history_search.search_history(
                 db,
                 info.context.embedder,
@@ -217,16 +217,20 @@ class HistoryMutation:
                 ids=input.ids,
                 limit=input.limit,
             )
-            return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
+            hits = [h.to_json() for h in found.hits]
+            return found, {"execution": str(found.execution.id), "hits": hits}
+
+        async def reload(result: dict[str, Any]) -> history_search.HistorySearch:
+            execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
+            assert execution is not None
+            hits = await history_search.load_hits(db, result["hits"])
+            return history_search.HistorySearch(execution=execution, hits=hits)
 
         db = info.context.db
-        result = await once(info, "searchHistory", input, run)
-        execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
-        assert execution is not None
-        hits = await history_search.load_hits(db, result["hits"])
+        found, _ = await once_shown(info, "searchHistory", input, run, reload)
         return SearchHistoryPayload(
-            execution=ExecutionType(row=execution),
-            results=[HistoryResultType(hit=h) for h in hits],
+            execution=ExecutionType(row=found.execution),
+            results=[HistoryResultType(hit=h) for h in found.hits],
         )
 
 

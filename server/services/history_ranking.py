@@ -36,6 +36,7 @@ from server.storage.history_context import (
     source,
 )
 from server.storage.hybrid_run import Hit, hits, hybrid_search, scanned_rows
+from server.storage.nearest import Path
 
 
 def context_search(
@@ -48,13 +49,19 @@ def context_search(
     now: datetime | None = None,
     periods: Sequence[tuple[datetime, datetime]] = (),
     with_rows: bool = False,
+    path: Path = PATH,
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The statement of a hybrid history search (R62, ranking in context) and its values:
     rows ``(key, score, cosine, lexical, created_at)``, best first, the first ``limit``
     (``with_rows``: ``(part, event, score)``). A part kept in one of ``periods`` (those
     the query names) gains."""
     shape = shape_of(
-        reader, text=keywords.text, weights=len(keywords.weights), periods=periods, limit=limit
+        reader,
+        text=keywords.text,
+        weights=len(keywords.weights),
+        periods=periods,
+        limit=limit,
+        path=path,
     )
     params = context_parameters(
         reader,
@@ -76,9 +83,11 @@ async def ranked_parts(
     query: str,
     vector: Sequence[float],
     limit: int,
+    path: Path = PATH,
 ) -> list[tuple[HistoryPart, HistoryEvent, float]]:
     """The best ``limit`` parts ``reader`` may see for ``query`` (R62, hybrid, in context),
-    each with its event and score, in one statement after the keywords' counts."""
+    each with its event and score, in one statement after the keywords' counts (``path``:
+    how the candidates by meaning are found; forced by the bench)."""
     if limit == 0:
         return []
     keywords = await keywords_of(db, reader=reader, query=query)
@@ -92,6 +101,7 @@ async def ranked_parts(
         now=now,
         periods=query_periods(query, now=now),
         with_rows=True,
+        path=path,
     )
     return [(r[0], r[1], float(r[2])) for r in await scanned_rows(db, stmt, params)]
 

@@ -109,9 +109,7 @@ async def search_history(
     async def body(scope: TurnScope, execution: Execution) -> list[HistoryHit]:
         hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
         parts = [
-            (rank, part.id)
-            for rank, hit in enumerate(hits, start=1)
-            for part in _parts_shown(hit)
+            (rank, part.id) for rank, hit in enumerate(hits, start=1) for part in _parts_shown(hit)
         ]
         await record_retrieved(db, scope, execution, parts=parts)
         return hits

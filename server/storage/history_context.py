@@ -69,6 +69,7 @@ class ContextShape:
     web: bool
     dated: bool  # the query names a period
     limit: int
+    path: Path = PATH  # how the candidates by meaning are found (forced by the bench)
 
 
 def source(reader: HistoryReader) -> SearchSource:
@@ -142,7 +143,7 @@ def context_statement(shape: ContextShape) -> Select[Any]:
         vector=vector,
         min_score=0.0,
         pool=rules.PRESET.pool_size(shape.limit),
-        path=PATH,
+        path=shape.path,
     )
     seed = aliased(HistoryPart, name="seed")
     turns = select(col(seed.turn_number)).where(col(seed.id).in_(select(seeds.c.key)))
@@ -230,14 +231,22 @@ def context_rows(shape: ContextShape) -> Select[Any]:
 
 
 def shape_of(
-    reader: HistoryReader, *, text: str, weights: int, periods: Sequence[Period], limit: int
+    reader: HistoryReader,
+    *,
+    text: str,
+    weights: int,
+    periods: Sequence[Period],
+    limit: int,
+    path: Path = PATH,
 ) -> ContextShape:
+    """The shape of a search: what decides its statement's text."""
     return ContextShape(
         preview=reader.preview,
         weights=weights,
         web=uses_web_syntax(text),
         dated=bool(periods),
         limit=limit,
+        path=path,
     )
 
 

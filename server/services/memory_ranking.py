@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from server.embedding import Embedder
 from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
+from server.services.search_paths import path_of
 from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
@@ -243,6 +244,8 @@ async def ranked(db: AsyncSession, reader: Reader, query: MemoryQuery) -> list[F
     """The best ``query.limit`` records for ``query`` (R41), best first."""
     if query.limit == 0:
         return []
+    if query.path is None and query.mode != "lexical":
+        query = replace(query, path=await path_of(db, reader.agent_id))
     stmt, params = ranking_statement(reader, query, with_rows=True)
     rows = await scanned_rows(db, stmt, params)
     return [

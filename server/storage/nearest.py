@@ -19,11 +19,13 @@ the rows a search may find, by cosine distance, found one of three ways.
   a hundred visits a hundred rows for each it keeps. Approximate too.
 
 A source with a ``probe`` (memory: the agent's versions) chooses between
-``bits`` and ``index`` for each search by how many rows the probe finds: ``bits``
-costs about the same per row the source holds, ``index`` about the same per row
-of the table it visits, so ``bits`` wins below about ``sqrt(k * table rows)`` rows
-(:func:`bits_below`, ``k`` = :data:`SHARE_K`). Both are in the statement and a
-one-time filter runs one. Without a probe a source is ranked by ``bits``.
+``bits`` and ``index`` by how many rows the probe finds: ``bits`` costs about the
+same per row the source holds, ``index`` about the same per row of the table it
+visits, so ``bits`` wins below about ``sqrt(k * table rows)`` rows
+(:func:`bits_below`, ``k`` = :data:`SHARE_K`). A caller may ask first
+(:func:`fits_bits`) and give the path; without one, both are in the statement and a
+one-time filter runs the one the probe picks. Without a probe a source is ranked by
+``bits``.
 
 Everything the index path needs is in the statement: the HNSW settings are set by
 ``set_config`` in the one-time filter that starts the index scan (pgvector reads
@@ -129,16 +131,18 @@ def nearest(
     return found.subquery("vscan")
 
 
+def fits_bits(probe: Select[Any], table: Table) -> Select[Any]:
+    """``SELECT`` true when ``probe`` (rows of ``table``) finds at most
+    :func:`bits_below` rows: the source is ranked by ``bits``, else on the index. Counts
+    no more than that many rows."""
+    counted = probe.limit(bits_below(table) + 1).subquery("probe")
+    return select((func.count() <= bits_below(table)).label("small")).select_from(counted)
+
+
 def _chosen(source: SearchSource, vector: Sequence[float], *, cut: int, oversample: int) -> Any:
     """Both ``bits`` and ``index``, a one-time filter running the one the probe picks."""
     assert source.probe is not None
-    below = bits_below(source.from_)
-    counted = source.probe.limit(below + 1).subquery("probe")
-    small = (
-        select((func.count() <= bits_below(source.from_)).label("small"))
-        .select_from(counted)
-        .cte("small")
-    )
+    small = fits_bits(source.probe, source.from_).cte("small")
     is_small = select(small.c.small).scalar_subquery()
     by_bits = _by_bits(source, vector, cut, oversample, is_small).subquery("by_bits")
     by_index = _by_index(source, vector, cut, oversample, not_(is_small)).subquery("by_index")
@@ -234,6 +238,7 @@ __all__ = [
     "SHARE_K",
     "Path",
     "bits_below",
+    "fits_bits",
     "index_settings",
     "nearest",
 ]

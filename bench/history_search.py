@@ -209,6 +209,7 @@ async def _run(quick: bool) -> dict[str, Any]:
             [floor(v) for v in vectors],
         )
         embedding = await common.timed([embed(q) for q in questions])
+        baseline = _against_baseline(srv, turn["id"], questions)
         found = total = 0
         for q, v in list(zip(questions, vectors, strict=True))[:40]:
             want = set(await ranking(q, v, "exact")())
@@ -242,6 +243,13 @@ async def _run(quick: bool) -> dict[str, Any]:
             ),
         ],
     )
+    if baseline is not None:
+        common.table(
+            f"searchHistory before ({common.baseline_tree()}) and after (this tree), same "
+            "run, each in a process of its own (ms)",
+            ["tree", "p50", "p99"],
+            [("before", *baseline["before"]), ("after", *baseline["after"])],
+        )
     recall = found / total if total else 0.0
     ratio = through_api.p50 / floor_a.p50
     print(
@@ -263,7 +271,26 @@ async def _run(quick: bool) -> dict[str, Any]:
         "bits_recall_at_10_vs_exact": recall,
         "meets_25_ms": through_api.p50 <= TARGET_P50_MS,
         "meets_2x_floor": ratio <= TARGET_FLOOR_RATIO,
+        **({"baseline": baseline} if baseline is not None else {}),
     }
+
+
+def _against_baseline(srv: Server, turn: str, questions: list[str]) -> dict[str, Any] | None:
+    """searchHistory of the baseline checkout (``BENCH_BASELINE_TREE``) and of this one,
+    each in a process of its own (:mod:`bench.tree_runner`), in alternating rounds: p50
+    and p99 of each; None without a baseline."""
+    tree = common.baseline_tree()
+    if tree is None:
+        return None
+    url = srv.database.settings.database_url
+    assert url is not None
+    job = {"kind": "history", "url": url, "turn": turn, "questions": questions, "warmup": 3}
+    seconds: dict[Any, list[float]] = {None: [], tree: []}
+    for order in ((None, tree), (tree, None)):
+        for which in order:
+            seconds[which].extend(common.timed_in_tree(which, job)["search_history"])
+    before, after = common.Timings(seconds[tree]), common.Timings(seconds[None])
+    return {"before": (before.p50, before.p99), "after": (after.p50, after.p99)}
 
 
 def run(quick: bool) -> dict[str, Any]:

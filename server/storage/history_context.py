@@ -160,6 +160,9 @@ def context_statement(shape: ContextShape) -> Select[Any]:
         .select_from(HistoryPart)
         .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
+        # OFFSET 0: each part's cosine and keyword weight computed here, once, so that the
+        # windows above sort those numbers, not the parts' vectors they are computed from
+        .offset(literal_column("0"))
         .subquery("scored")
     )
     near = select(

@@ -1,12 +1,13 @@
 """``bench search``: memory search latency at 10k and 100k records per agent.
 
-(a) in-process, excluding the query's embedding: the service call
-    (:func:`server.services.memory_ranking.ranked`: ``SET LOCAL`` of the scan settings,
-    the one search statement, loading the records), next to the raw SQL floor:
-    the same statement (:func:`server.services.memory_ranking.ranking_statement`, its text
-    and parameters) run directly with psycopg. Ratio = (a) / floor. The two run
-    side by side, query by query in alternating order, so that neither always finds
-    the pages the other just read.
+(a) in-process, excluding the query's embedding, at a ladder of agent sizes
+    (:mod:`bench.search_ranking`): the ranking
+    (:func:`server.services.memory_ranking.ranked`: the one search statement, loading
+    the records), hybrid and in vector mode, next to the raw SQL floor: the same
+    statement run directly with psycopg. Ratio = (a) / floor. The two run side by
+    side, query by query in alternating order, so that neither always finds the
+    pages the other just read. Also the path taken, its recall@10 against exact
+    ranking, each path's cost forced, and the ratios of the ladder.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
     RETRIEVED uses and embed usage), one client, distinct queries (no cache hits),
@@ -14,8 +15,9 @@
     the request path's targets (:mod:`bench.request_path`).
 (c) requests/s of ``searchMemory`` with concurrent clients.
 
-The full run's table holds 1M records (the measured agents and filler agents
-with 10k records each); the quick run's 50k. Records are 15 made-up words drawn
+The full run's table holds 1M records (agents of 1k, 2k, 5k, 10k, 20k, 50k and 100k
+records, and filler agents with 10k records each); the quick run's 50k (agents of
+1k and 10k). Records are 15 made-up words drawn
 Zipf-like (so a keyword is as selective as a content word of natural text);
 vectors are blends of two real sentence embeddings of the model, so they have the
 structure real memories have. Queries are five such words and a vector near the
@@ -31,16 +33,8 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
-from sqlmodel import col
 
-from bench import common, request_path
-from server.domain.ranking_presets import DEFAULT_PRESET
-from server.models import MemoryVersion
-from server.services import memory_ranking
-from server.storage.candidates import EXACT_BELOW
-from server.storage.hybrid_run import scan_settings
+from bench import common, request_path, search_ranking
 
 SEARCH = """
 mutation($turn: ID!, $q: String!) {
@@ -53,22 +47,24 @@ mutation($turn: ID!, $q: String!) {
 def plan(quick: bool) -> dict[str, Any]:
     if quick:
         return {
-            "name": "bench_search_quick_v4",
-            "agents": [10_000],
+            "name": "bench_search_quick_v5",
+            "agents": [1_000, 10_000],
             "total": 50_000,
             "bases": 200,
             "queries": 60,
+            "forced": 20,
             "http": 40,
             "turns": 20,
             "clients": 4,
             "seconds": 4.0,
         }
     return {
-        "name": "bench_search_full_v4",
-        "agents": [10_000, 100_000],
+        "name": "bench_search_full_v5",
+        "agents": [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000],
         "total": 1_000_000,
         "bases": 600,
         "queries": 200,
+        "forced": 40,
         "http": 150,
         "turns": 60,
         "clients": 8,
@@ -133,100 +129,11 @@ async def load(p: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": loaded}
 
 
-def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]]]:
-    """Query texts (five words of the records' vocabulary) with vectors near the data."""
-    vocabulary = common.extra_words(20_000, seed=2)
-    texts = common.zipf_texts(n, words=5, vocabulary=vocabulary, seed=seed)
-    vectors, _ = common.blend(bases, n, seed=seed)
-    return [(t, [float(x) for x in v]) for t, v in zip(texts, vectors, strict=True)]
-
-
-async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) -> dict[str, Any]:
-    db = ctx["db"]
-    reader = owner.reader()
-    cfg = common.MEMORY_CONFIG["harness"]["memory"]["search"]
-
-    def service(text: str, vector: list[float]) -> Any:
-        async def call() -> None:
-            async with db.session() as s:
-                found = await memory_ranking.ranked(
-                    s,
-                    reader,
-                    memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
-                )
-                assert found
-                await s.rollback()
-
-        return call
-
-    conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
-    settings = scan_settings(10, DEFAULT_PRESET)
-    for key, value in settings.items():
-        await conn.execute(f"SET {key} = '{value}'")
-
-    def raw(text: str, vector: list[float]) -> Any:
-        stmt, values = memory_ranking.ranking_statement(
-            reader,
-            memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
-        )
-        compiled = stmt.compile(dialect=PGDialect_psycopg())
-        sql = str(compiled)
-        params = {
-            k: "[" + ",".join(map(str, v)) + "]" if k == "q" else v
-            for k, v in compiled.construct_params(values).items()
-        }
-
-        async def call() -> None:
-            # not prepared: a generic plan of this statement is worse than a custom one
-            cur = await conn.execute(sql, params, prepare=False)
-            assert await cur.fetchall()
-
-        return call
-
-    ours, floor = await common.timed_side_by_side(
-        [service(t, v) for t, v in qs], [raw(t, v) for t, v in qs]
-    )
-    # the probe of the search's source: the agent's versions decide exact or HNSW
-    versions = select(func.count()).where(col(MemoryVersion.agent_id) == reader.agent_id)
-    async with db.session() as s:
-        small = await s.scalar(versions)
-    await conn.close()
-    return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
-
-
 async def _run(quick: bool) -> dict[str, Any]:
     p = plan(quick)
     ctx = await load(p)
     figures: dict[str, Any] = {"table_records": p["total"], "load_s": round(ctx["loaded_s"], 1)}
-    rows = []
-    for size, owner in zip(p["agents"], ctx["owners"], strict=False):
-        qs = queries(ctx["bases"], p["queries"], seed=size)
-        a = await in_process(ctx, owner, qs)
-        ratio = a["ours"].p50 / a["floor"].p50
-        rows.append(
-            (
-                f"{size:,}",
-                a["path"],
-                a["floor"].p50,
-                a["floor"].p99,
-                a["ours"].p50,
-                a["ours"].p99,
-                ratio,
-            )
-        )
-        figures[f"a_{size}"] = {
-            "path": a["path"],
-            "floor_p50_ms": a["floor"].p50,
-            "floor_p99_ms": a["floor"].p99,
-            "p50_ms": a["ours"].p50,
-            "p99_ms": a["ours"].p99,
-            "ratio_p50": ratio,
-        }
-    common.table(
-        "(a) in-process search, excluding embedding, vs the raw SQL floor (ms)",
-        ["records/agent", "path", "floor p50", "floor p99", "ours p50", "ours p99", "ratio"],
-        rows,
-    )
+    figures.update(await search_ranking.measure(ctx, p))
     owner = ctx["owners"][len(p["agents"]) - 1]
     figures.update(await request_path.measure(ctx, owner, p))
     await ctx["db"].dispose()

@@ -205,9 +205,7 @@ class HistoryMutation:
             SearchHistoryInput, strawberry.argument(description="The tool's arguments.")
         ],
     ) -> SearchHistoryPayload:
-        Found = tuple[models.Execution, list[history_search.HistoryHit]]
-
-        async def run() -> tuple[Found, dict[str, Any]]:
+        async def run() -> tuple[history_search.HistorySearch, dict[str, Any]]:
             found = await history_search.search_history(
                 db,
                 info.context.embedder,
@@ -216,22 +214,20 @@ class HistoryMutation:
                 ids=input.ids,
                 limit=input.limit,
             )
-            result = {
-                "execution": str(found.execution.id),
-                "hits": [h.to_json() for h in found.hits],
-            }
-            return (found.execution, found.hits), result
+            hits = [h.to_json() for h in found.hits]
+            return found, {"execution": str(found.execution.id), "hits": hits}
 
-        async def reload(result: dict[str, Any]) -> Found:
+        async def reload(result: dict[str, Any]) -> history_search.HistorySearch:
             execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
             assert execution is not None
-            return execution, await history_search.load_hits(db, result["hits"])
+            hits = await history_search.load_hits(db, result["hits"])
+            return history_search.HistorySearch(execution=execution, hits=hits)
 
         db = info.context.db
-        (execution, hits), _ = await once_shown(info, "searchHistory", input, run, reload)
+        found, _ = await once_shown(info, "searchHistory", input, run, reload)
         return SearchHistoryPayload(
-            execution=ExecutionType(row=execution),
-            results=[HistoryResultType(hit=h) for h in hits],
+            execution=ExecutionType(row=found.execution),
+            results=[HistoryResultType(hit=h) for h in found.hits],
         )
 
 

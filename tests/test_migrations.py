@@ -348,4 +348,43 @@ def test_0011_builds_the_bm25_index_from_existing_rows_and_its_downgrade_is_loss
     assert _routines(fresh_engine, "bm25%") == set()
     migrate.upgrade(fresh_url)
     assert _index(fresh_engine) == (postings, stats)
+
+
+def _generated(engine: Engine, table: str) -> str | None:
+    with engine.connect() as conn:
+        return conn.scalar(
+            text(
+                "SELECT generation_expression FROM information_schema.columns"
+                " WHERE table_name = :table AND column_name = 'embedding_bits'"
+            ),
+            {"table": table},
+        )
+
+
+def test_0012_keeps_the_embeddings_bits_in_covering_indexes_and_its_downgrade_drops_them(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0012 (R41, R62): versions and parts keep their embedding's signs
+    (``binary_quantize``), in an index with the columns the search gate reads, so ranking
+    an agent's versions or a session's parts by them reads no heap row; the downgrade
+    drops them and brings back the parts' index without the included columns."""
+    migrate.upgrade(fresh_url)
+    for table in ("memory_versions", "history_parts"):
+        assert _generated(fresh_engine, table) == "(binary_quantize(embedding))::bit(384)"
+    definitions = _index_definitions(fresh_engine)
+    assert definitions["ix_memory_versions_agent_bits"].endswith(
+        "USING btree (agent_id) INCLUDE (id, record_id, search_scope, session_id, kind,"
+        " embedding_bits)"
+    )
+    assert definitions["ix_history_parts_session_turn"].endswith(
+        "USING btree (session_id, turn_number) INCLUDE (agent_id, preview, id, embedding_bits)"
+    )
+    migrate.downgrade(fresh_url, "0011")
+    assert _generated(fresh_engine, "memory_versions") is None
+    definitions = _index_definitions(fresh_engine)
+    assert "ix_memory_versions_agent_bits" not in definitions
+    assert definitions["ix_history_parts_session_turn"].endswith(
+        "USING btree (session_id, turn_number)"
+    )
+    migrate.upgrade(fresh_url)
     assert _differences(fresh_engine) == []

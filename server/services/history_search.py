@@ -33,7 +33,7 @@ from server.domain.text import check_text
 from server.embedding import Embedder
 from server.errors import BadInputError, NotAllowedError
 from server.models import Execution, HistoryEvent, HistoryPart
-from server.services.history_ranking import rank_parts
+from server.services.history_ranking import ranked_parts
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turn_scope import TurnScope
@@ -44,16 +44,26 @@ TOOL = "search_history"
 
 @dataclass(frozen=True, slots=True)
 class HistoryHit:
-    """One result: a part of an event (``part`` set), or the event whole (``ids``)."""
+    """One result: a part of an event (``part`` set), or the event whole (``ids``).
+    ``details``: what the event links to, read with an event read whole; for a part a
+    query found, None (a reader that wants them loads them: the search does not)."""
 
     event: HistoryEvent
     part: HistoryPart | None
     score: float | None
-    details: EventDetails
+    details: EventDetails | None
 
     @property
     def text(self) -> str:
         return self.part.text if self.part is not None else self.event.text
+
+    @property
+    def parts(self) -> int:
+        """How many parts the event has."""
+        if self.part is not None:
+            return self.part.parts
+        assert self.details is not None
+        return self.details.parts[0].parts if self.details.parts else 1
 
     def to_json(self) -> dict[str, Any]:
         """Named as the HistoryResult type names them (partId: the part read)."""
@@ -62,7 +72,7 @@ class HistoryHit:
             "partId": str(self.part.id) if self.part is not None else None,
             "turn": self.event.turn_number,
             "part": self.part.part if self.part is not None else None,
-            "parts": self.details.parts[0].parts if self.details.parts else 1,
+            "parts": self.parts,
             "score": self.score,
         }
 
@@ -102,9 +112,7 @@ async def search_history(
     async def body(scope: TurnScope, execution: Execution) -> list[HistoryHit]:
         hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
         parts = [
-            (rank, part.id)
-            for rank, hit in enumerate(hits, start=1)
-            for part in ([hit.part] if hit.part is not None else hit.details.parts)
+            (rank, part.id) for rank, hit in enumerate(hits, start=1) for part in _parts_shown(hit)
         ]
         await record_retrieved(db, scope, execution, parts=parts)
         return hits
@@ -119,6 +127,15 @@ async def search_history(
         writes=False,
     )
     return HistorySearch(execution=execution, hits=hits)
+
+
+def _parts_shown(hit: HistoryHit) -> list[HistoryPart]:
+    """The parts a hit put before the model: its part, or every part of an event read
+    whole."""
+    if hit.part is not None:
+        return [hit.part]
+    assert hit.details is not None
+    return hit.details.parts
 
 
 # What a call may ask for: results by default and at most, the longest query, the most
@@ -170,10 +187,8 @@ async def _search(
     assert query is not None
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
-    found = await rank_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
-    parts = await _parts(db, [h.key for h in found])
-    events = await events_by_id(db, {p.event_id for p in parts.values()})
-    return await _hits(db, events, [(parts[h.key].event_id, parts[h.key], h.score) for h in found])
+    found = await ranked_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
+    return [HistoryHit(event, part, score, None) for part, event, score in found]
 
 
 async def _read_whole(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -33,16 +33,18 @@ from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.embedding_packing import Vector
-from server.models import MemoryRecord, MemoryVersion, table
+from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
+from server.services.search_paths import path_of
 from server.storage.built import built_once
-from server.storage.candidates import SearchSource
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
+from server.storage.nearest import Path
 from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
+from server.storage.source import SearchSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,9 @@ class MemoryQuery:
     limit: int
     filters: Filters = NO_FILTERS
     preset: FusionPreset = DEFAULT_PRESET
+    # how the candidates by meaning are found (server.storage.nearest); None: as the
+    # agent's share of the table says. Forced by the tests and the bench only.
+    path: Path | None = None
 
 
 def _found_by(
@@ -109,15 +114,11 @@ def _found_by(
 
 
 def _source(reader: Reader, where: ColumnElement[bool], *, filtered: bool) -> SearchSource:
-    return SearchSource(
-        from_=table(MemoryVersion),
-        key=table(MemoryVersion).c.id,
-        embedding=MemoryVersion.embedding,
-        tsv=MemoryVersion.search_tsv,
-        created_at=table(MemoryVersion).c.created_at,
+    return SearchSource.of(
+        MemoryVersion,
         where=where,
-        # Picks exact ranking for an agent with few versions; the gate above decides
-        # what may be found.
+        # Picks ranking by the embedding's bits for an agent with few versions, the HNSW
+        # index for one with many; the gate above decides what may be found.
         probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
         keywords=memory_postings(reader),
         # the postings know who may find a version, not its kind or labels
@@ -142,6 +143,7 @@ class _Shape:
     vector: bool
     limit: int
     preset: FusionPreset
+    path: Path | None
 
 
 @built_once
@@ -171,6 +173,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         limit=shape.limit,
         preset=shape.preset,
         now=datetime.now(UTC),
+        path=shape.path,
     )
 
 
@@ -219,6 +222,7 @@ def ranking_statement(
         vector=vector is not None,
         limit=limit,
         preset=query.preset,
+        path=query.path,
     )
     params = search_parameters(
         text=text,
@@ -248,10 +252,10 @@ async def ranked(
     moment recency is measured from (the call's own by default)."""
     if query.limit == 0:
         return []
+    if query.path is None and query.mode != "lexical":
+        query = replace(query, path=await path_of(db, reader.agent_id))
     stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
-    rows = await scanned_rows(
-        db, stmt, params, mode=query.mode, limit=query.limit, preset=query.preset
-    )
+    rows = await scanned_rows(db, stmt, params)
     return [
         Found(
             record=r[1],

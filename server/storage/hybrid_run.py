@@ -1,20 +1,10 @@
-"""Running a hybrid search statement (:mod:`server.storage.hybrid`): the index scan
-settings it runs under (:func:`scanned_rows`), and its rows as :class:`Hit`, best
-first (:func:`hits`; :func:`hybrid_search` builds and runs one).
+"""Running a hybrid search statement (:mod:`server.storage.hybrid`): its rows as
+:class:`Hit`, best first (:func:`hits`; :func:`hybrid_search` builds and runs one).
 
-The index path runs with pgvector 0.8's iterative scans (``SET LOCAL
-hnsw.iterative_scan = relaxed_order``, in one small statement before the
-search): when the index's first candidates fail ``where`` the scan continues
-until ``P + slack`` rows pass. ``hnsw.ef_search`` is at least twice the pool and
-``hnsw.max_scan_tuples`` is raised so a selective filter is not cut short.
-Relaxed order costs nothing here, as the pool is re-sorted. ``enable_sort`` is
-off for the statement (and restored after it) so that the planner, which costs
-a distance like a cheap operator, does not prefer sorting every admitted row to
-the index, and so is ``plan_cache_mode = force_custom_plan``: the driver
-prepares a statement it runs often, and a generic plan, made without the
-filter's values, can miss the index a custom plan takes. A lexical search, or
-one ranked exactly, has no index to steer and runs under the planner's own
-settings.
+A statement carries what it runs under: the HNSW settings of its index path are set
+by the statement itself when that path runs (:mod:`server.storage.nearest`), so it
+needs no ``SET`` before it and no restore after it, and its plan is the same whether
+the driver prepares it or not.
 """
 
 from __future__ import annotations
@@ -25,20 +15,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, text
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
-from server.storage.candidates import EXACT_BELOW, TIE_SLACK, SearchSource
+from server.storage.candidates import TIE_SLACK
 from server.storage.hybrid import build_search
-
-# hnsw.ef_search bounds: pgvector accepts 1..1000.
-MIN_EF_SEARCH = 100
-MAX_EF_SEARCH = 1000
-# How many index tuples an iterative scan may visit before it gives up. A filter
-# that keeps one row in 200 still fills a pool of 100 within this.
-MAX_SCAN_TUPLES = 100_000
+from server.storage.nearest import Path, index_settings
+from server.storage.source import SearchSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,68 +41,18 @@ class Hit:
 
 
 def scan_settings(limit: int, preset: FusionPreset = DEFAULT_PRESET) -> dict[str, str]:
-    """The ``SET LOCAL`` values of a search with ``limit``: iterative, wide enough for the pool."""
-    ef = min(max(2 * (preset.pool_size(limit) + TIE_SLACK), MIN_EF_SEARCH), MAX_EF_SEARCH)
-    return {
-        "hnsw.iterative_scan": "relaxed_order",
-        "hnsw.ef_search": str(ef),
-        "hnsw.max_scan_tuples": str(MAX_SCAN_TUPLES),
-        # The planner costs a distance like a cheap operator, so for a large filtered set
-        # it prefers sorting every row by distance to the index; with sorts discouraged
-        # it takes the index where one can serve. Only the index branch has that choice:
-        # every other sort of the statement has no alternative. Restored after the search.
-        "enable_sort": "off",
-        # The driver prepares a statement it has run a few times; a generic plan of this
-        # one, made without the reader's agent and query, may scan what a custom plan skips.
-        "plan_cache_mode": "force_custom_plan",
-    }
-
-
-_SET_SCAN = text(
-    "SELECT current_setting('enable_sort') AS prior,"
-    " current_setting('plan_cache_mode') AS prior_cache,"
-    " set_config('hnsw.iterative_scan', :iterative_scan, true),"
-    " set_config('hnsw.ef_search', :ef_search, true),"
-    " set_config('hnsw.max_scan_tuples', :max_scan_tuples, true),"
-    " set_config('enable_sort', :enable_sort, true),"
-    " set_config('plan_cache_mode', :plan_cache_mode, true)"
-)
-_RESTORE_SORT = text(
-    "SELECT set_config('enable_sort', :prior, true),"
-    " set_config('plan_cache_mode', :prior_cache, true)"
-)
+    """The HNSW settings the index path of a search with ``limit`` sets for itself."""
+    return index_settings(preset.pool_size(limit) + TIE_SLACK)
 
 
 async def scanned_rows(
     db: AsyncSession,
     stmt: Select[Any],
     params: dict[str, Any] | None = None,
-    *,
-    mode: Mode,
-    limit: int,
-    preset: FusionPreset = DEFAULT_PRESET,
-    exact: bool | None = None,
 ) -> Sequence[Any]:
     """The rows of ``stmt`` (a statement of :func:`server.storage.hybrid.build_search`, or
-    one built around it, with ``params`` overriding its values by name), run under the
-    scan settings of :func:`scan_settings`, restored after it."""
-    if mode == "lexical" or exact is True:
-        return list((await db.execute(stmt, params)).all())
-    settings = scan_settings(limit, preset)
-    set_ = await db.execute(
-        _SET_SCAN,
-        {
-            "iterative_scan": settings["hnsw.iterative_scan"],
-            "ef_search": settings["hnsw.ef_search"],
-            "max_scan_tuples": settings["hnsw.max_scan_tuples"],
-            "enable_sort": settings["enable_sort"],
-            "plan_cache_mode": settings["plan_cache_mode"],
-        },
-    )
-    prior = set_.one()
-    rows = list((await db.execute(stmt, params)).all())
-    await db.execute(_RESTORE_SORT, {"prior": prior.prior, "prior_cache": prior.prior_cache})
-    return rows
+    one built around it, with ``params`` overriding its values by name)."""
+    return list((await db.execute(stmt, params)).all())
 
 
 def hits(rows: Sequence[Any]) -> list[Hit]:
@@ -145,8 +80,7 @@ async def hybrid_search(
     limit: int,
     preset: FusionPreset = DEFAULT_PRESET,
     now: datetime | None = None,
-    exact: bool | None = None,
-    exact_below: int = EXACT_BELOW,
+    path: Path | None = None,
 ) -> list[Hit]:
     """Rank the rows of ``source`` as :func:`server.domain.ranking.rank` would; best first.
 
@@ -163,18 +97,14 @@ async def hybrid_search(
         limit=limit,
         preset=preset,
         now=now if now is not None else datetime.now(UTC),
-        exact=exact,
-        exact_below=exact_below,
+        path=path,
     )
     if limit == 0:
         return []
-    return hits(await scanned_rows(db, stmt, mode=mode, limit=limit, preset=preset, exact=exact))
+    return hits(await scanned_rows(db, stmt))
 
 
 __all__ = [
-    "MAX_EF_SEARCH",
-    "MAX_SCAN_TUPLES",
-    "MIN_EF_SEARCH",
     "Hit",
     "hits",
     "hybrid_search",

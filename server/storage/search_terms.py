@@ -44,10 +44,14 @@ def tsquery(query: str) -> ColumnElement[Any]:
     return cast(func.replace(words, literal_column("'&'"), literal_column("'|'")), TSQUERY)
 
 
+def query_vector(embedding: ColumnElement[Any], vector: Sequence[float]) -> Any:
+    """The parameter ``:q``, the query vector, of the type of ``embedding``."""
+    return bindparam("q", list(vector), type_=embedding.type)
+
+
 def distance(embedding: ColumnElement[Any], vector: Sequence[float]) -> ColumnElement[Any]:
     """``embedding <=> :q``, the cosine distance of a row to the query vector."""
-    q = bindparam("q", list(vector), type_=embedding.type)
-    return embedding.op("<=>", return_type=F8)(q)
+    return embedding.op("<=>", return_type=F8)(query_vector(embedding, vector))
 
 
 def cosine(embedding: ColumnElement[Any], vector: Sequence[float]) -> ColumnElement[Any]:
@@ -61,4 +65,12 @@ def float_param(name: str, value: float) -> ColumnElement[Any]:
     return cast(bindparam(name, float(value)), F8)
 
 
-__all__ = ["F8", "cosine", "distance", "float_param", "tsquery", "uses_web_syntax"]
+__all__ = [
+    "F8",
+    "cosine",
+    "distance",
+    "float_param",
+    "query_vector",
+    "tsquery",
+    "uses_web_syntax",
+]

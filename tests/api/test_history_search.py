@@ -131,10 +131,18 @@ async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
     assert len(await s.results(fresh, "dog called Biscuit", limit=50)) == 2
 
 
-async def test_a_history_search_plans_with_postgresqls_own_settings(api: Api) -> None:
-    """Parts have no vector index (migration 0006): a history search ranks them exactly
-    and does not take the settings that steer a memory search to its HNSW index. With
-    sorts disabled the planner avoided the sorts exact ranking needs (docs/scaling.md)."""
+_SEARCH_TEXTS = """mutation($turn: UUID!, $q: String!) {
+  searchHistory(input: {turnId: $turn, query: $q}) { results { text part parts score } } }"""
+
+
+async def test_a_history_search_reads_history_in_two_statements_with_no_settings(
+    api: Api,
+) -> None:
+    """Parts have no vector index (migration 0006): a history search ranks them by their
+    bits and the best of them exactly (migration 0012), with no setting before it (with
+    sorts disabled the planner avoided the sorts the ranking needs, docs/scaling.md). It
+    reads the session's history in two statements: the keywords' counts, and the ranking
+    with each part and its event; the resolver shows them without reading them again."""
     s, session = await _agent(api)
     await s.committed_turn(session, user("the dog is called Biscuit"))
     reader = await s.turn(session)
@@ -146,11 +154,15 @@ async def test_a_history_search_plans_with_postgresqls_own_settings(api: Api) ->
     engine = api.database.engine.sync_engine
     event.listen(engine, "before_cursor_execute", record)
     try:
-        hits = await s.results(reader, "dog called Biscuit")
+        found = await api.ok(_SEARCH_TEXTS, turn=reader, q="dog called Biscuit")
     finally:
         event.remove(engine, "before_cursor_execute", record)
-    assert _texts(hits) == ["turn 1, user\nthe dog is called Biscuit"]
-    assert any("history_parts" in statement for statement in sent)
+    hits = found["searchHistory"]["results"]
+    assert [(h["text"], h["part"], h["parts"]) for h in hits] == [
+        ("turn 1, user\nthe dog is called Biscuit", 1, 1)
+    ]
+    reads = [x for x in sent if "history_parts" in x or "history_events" in x]
+    assert len(reads) == 2, [" ".join(r.split()[:8]) for r in reads]
     assert not [x for x in sent if "enable_sort" in x or "hnsw." in x or "plan_cache" in x]
 
 
@@ -505,7 +517,7 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
             now=now,
             periods=periods,
         )
-        rows = await hybrid_run.scanned_rows(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        rows = await hybrid_run.scanned_rows(db, *stmt)
         hits = hybrid_run.hits(rows)
         keys = [h.key for h in hits]
         turns = {

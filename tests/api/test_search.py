@@ -19,7 +19,8 @@ from sqlalchemy import func, select
 
 from server.domain.visibility import Purpose, version_in_force
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
-from server.services import memory_api
+from server.services import memory_api, memory_ranking
+from server.storage.nearest import Path
 from tests.api import test_visibility_property as vis
 from tests.api.scenario import HELPER, Scenario, label_list, memory_config, turn_view
 from tests.conftest import Api
@@ -45,6 +46,7 @@ LABELS = {
     "priority": {"number": 6, "description": "how urgent"},
 }
 KINDS = ["fact", "event", "guidance"]
+PATHS: tuple[Path, ...] = ("exact", "bits", "index")
 
 NOTES = [
     (
@@ -547,7 +549,10 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
     """R10-R14: for random agents, sessions, live and preview turns, records written,
     replaced, deleted, committed and rolled back, every open turn's search (ranked and
     listed) returns exactly the records ``visible_records`` allows for search, each in
-    the version that turn sees (R12: the prior one while another turn stages a change)."""
+    the version that turn sees (R12: the prior one while another turn stages a change).
+    The ranking finds them whichever way it finds its candidates by meaning: exactly,
+    by the embedding's bits (an index-only scan of the gate's columns), or on the HNSW
+    index (the gate applied above the index scan)."""
     world = vis.World(scenario=Scenario(api))
     await vis.make_agent(world, sessionless=False)
     await vis.make_agent(world, sessionless=data.draw(st.booleans(), label="sessionless"))
@@ -577,6 +582,13 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
             assert set(got) == allowed, (reader, query)
             for record, version in got.items():
                 assert version == str(version_in_force(reader, by_id[record].facts))
+        vector, _ = await api.embedder.embed_one("note")
+        for path in PATHS:
+            async with api.database.session() as db:
+                query = memory_ranking.MemoryQuery("note", vector, "vector", -1.0, 100, path=path)
+                ranked = await memory_ranking.ranked(db, reader, query)
+                by_path = {f.record.id: str(f.version.id) for f in ranked}
+            assert by_path == {uuid.UUID(str(r)): v for r, v in got.items()}, (reader, path)
 
 
 # -- the gate's answer kept on versions (migration 0005) ----------------------------------

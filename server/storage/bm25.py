@@ -123,8 +123,12 @@ def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> A
         .where(postings.stats_where, s.c.term == literal_column("''"))
         .scalar_subquery()
     )
-    counted = select(terms.c.term, cast(df, F8).label("df"), cast(docs, F8).label("docs")).cte(
-        "wcount"
+    # MATERIALIZED: each term's statistics probed once (inlined, ``df`` would be probed
+    # again wherever the CTEs above read it)
+    counted = (
+        select(terms.c.term, cast(df, F8).label("df"), cast(docs, F8).label("docs"))
+        .cte("wcount")
+        .prefix_with("MATERIALIZED")
     )
     one: ColumnElement[Any] = literal_column("1.0::float8")
     half: ColumnElement[Any] = literal_column("0.5::float8")

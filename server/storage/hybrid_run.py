@@ -8,24 +8,32 @@ search): when the index's first candidates fail ``where`` the scan continues
 until ``P + slack`` rows pass. ``hnsw.ef_search`` is at least twice the pool and
 ``hnsw.max_scan_tuples`` is raised so a selective filter is not cut short.
 Relaxed order costs nothing here, as the pool is re-sorted. ``enable_sort`` is
-off for the statement (and restored after it) so that the planner, which costs
+off for the statement (and back to its default after it) so that the planner, which costs
 a distance like a cheap operator, does not prefer sorting every admitted row to
 the index, and so is ``plan_cache_mode = force_custom_plan``: the driver
 prepares a statement it runs often, and a generic plan, made without the
 filter's values, can miss the index a custom plan takes. A lexical search, or
 one ranked exactly, has no index to steer and runs under the planner's own
 settings.
+
+The settings are ``SET LOCAL`` commands (one round trip for all), not
+``set_config()`` calls: on Citus (docs/scaling.md, "Distributing by agent") the
+statement runs on the agent's shard, on a worker, and the coordinator passes a
+transaction's ``SET LOCAL`` on to the workers (``citus.propagate_set_commands``),
+never a function's side effect.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, text
+from sqlalchemy import Select, TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.ranking import Mode
@@ -73,19 +81,21 @@ def scan_settings(limit: int, preset: FusionPreset = DEFAULT_PRESET) -> dict[str
     }
 
 
-_SET_SCAN = text(
-    "SELECT current_setting('enable_sort') AS prior,"
-    " current_setting('plan_cache_mode') AS prior_cache,"
-    " set_config('hnsw.iterative_scan', :iterative_scan, true),"
-    " set_config('hnsw.ef_search', :ef_search, true),"
-    " set_config('hnsw.max_scan_tuples', :max_scan_tuples, true),"
-    " set_config('enable_sort', :enable_sort, true),"
-    " set_config('plan_cache_mode', :plan_cache_mode, true)"
-)
-_RESTORE_SORT = text(
-    "SELECT set_config('enable_sort', :prior, true),"
-    " set_config('plan_cache_mode', :prior_cache, true)"
-)
+_SETTING_VALUE = re.compile(r"[A-Za-z0-9_]+")
+
+
+@functools.lru_cache(maxsize=64)
+def _set_scan(settings: tuple[tuple[str, str], ...]) -> TextClause:
+    """The ``SET LOCAL`` commands of ``settings`` (:func:`scan_settings`'s, which are
+    names and plain words or numbers), one statement sent as one."""
+    for name, value in settings:
+        assert _SETTING_VALUE.fullmatch(name.replace(".", "_")), name
+        assert _SETTING_VALUE.fullmatch(value), value
+    return text("; ".join(f"SET LOCAL {name} = {value}" for name, value in settings))
+
+
+# the settings that steer the planner, back to their defaults after the search
+_RESTORE_SORT = text("SET LOCAL enable_sort TO DEFAULT; SET LOCAL plan_cache_mode TO DEFAULT")
 
 
 async def scanned_rows(
@@ -100,23 +110,13 @@ async def scanned_rows(
 ) -> Sequence[Any]:
     """The rows of ``stmt`` (a statement of :func:`server.storage.hybrid.build_search`, or
     one built around it, with ``params`` overriding its values by name), run under the
-    scan settings of :func:`scan_settings`, restored after it."""
+    scan settings of :func:`scan_settings`; the planner's are back to their defaults
+    after it."""
     if mode == "lexical" or exact is True:
         return list((await db.execute(stmt, params)).all())
-    settings = scan_settings(limit, preset)
-    set_ = await db.execute(
-        _SET_SCAN,
-        {
-            "iterative_scan": settings["hnsw.iterative_scan"],
-            "ef_search": settings["hnsw.ef_search"],
-            "max_scan_tuples": settings["hnsw.max_scan_tuples"],
-            "enable_sort": settings["enable_sort"],
-            "plan_cache_mode": settings["plan_cache_mode"],
-        },
-    )
-    prior = set_.one()
+    await db.execute(_set_scan(tuple(scan_settings(limit, preset).items())))
     rows = list((await db.execute(stmt, params)).all())
-    await db.execute(_RESTORE_SORT, {"prior": prior.prior, "prior_cache": prior.prior_cache})
+    await db.execute(_RESTORE_SORT)
     return rows
 
 

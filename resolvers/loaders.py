@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 from strawberry.dataloader import DataLoader
@@ -95,7 +95,13 @@ class Loaders:
         rows = (
             await self.db.scalars(
                 select(OutputUse)
-                .outerjoin(HistoryPart, col(HistoryPart.id) == col(OutputUse.history_part_id))
+                .outerjoin(
+                    HistoryPart,
+                    and_(
+                        col(HistoryPart.id) == col(OutputUse.history_part_id),
+                        col(HistoryPart.agent_id) == col(OutputUse.agent_id),
+                    ),
+                )
                 .where(col(OutputUse.execution_id).in_(keys))
                 .order_by(col(OutputUse.rank), col(HistoryPart.part))
             )

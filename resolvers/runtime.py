@@ -13,6 +13,7 @@ from resolvers.context import Context
 from resolvers.grants import caller_of
 from server import models
 from server.errors import ForbiddenError
+from server.storage.owners import remember
 
 _REFERENCES: tuple[tuple[str, str, Any], ...] = (
     ("turn_id", "turnId", models.Turn),
@@ -45,7 +46,11 @@ async def _agent_of(context: Context, model: Any, ref: uuid.UUID) -> tuple[uuid.
     """The agent (id, namespace) a row belongs to, by a column query: nothing enters the
     session's identity map, so the service's own locked reads see fresh rows."""
     row = (await context.db.execute(_AGENT_OF[model], {"ref": ref})).first()
-    return (row[0], row[1]) if row is not None else None
+    if row is None:
+        return None
+    if model is not models.Agent:  # the service's statements name the agent it found
+        remember(context.db, ref, row[0])
+    return (row[0], row[1])
 
 
 async def agent_of_input(context: Context, value: Any) -> tuple[bool, tuple[uuid.UUID, str] | None]:

@@ -24,6 +24,7 @@ from server.models._columns import register_types
 from server.session import SerialSession
 from server.settings import Settings
 from server.startup import check_database
+from server.storage.owners import session_info
 
 _log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class Database:
         )
         event.listen(self.engine.sync_engine, "connect", _register_types)
         self.sessionmaker = async_sessionmaker(
-            self.engine, class_=SerialSession, expire_on_commit=False
+            self.engine, class_=SerialSession, expire_on_commit=False, info=session_info()
         )
         if not self._checked:
             await asyncio.to_thread(self.check)

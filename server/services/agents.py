@@ -17,6 +17,7 @@ from server.errors import BadInputError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 from server.storage.built import built_once
+from server.storage.owners import agent_of, remember
 from server.storage.rows import insert_unique
 
 
@@ -80,7 +81,7 @@ def _version_and_agent() -> Any:
 def _session_to_begin() -> Any:
     newest = (
         select(AgentVersion)
-        .where(col(AgentVersion.agent_id) == col(Session.agent_id))
+        .where(col(AgentVersion.agent_id) == bindparam("agent"))
         .order_by(col(AgentVersion.number).desc())
         .limit(1)
         .lateral("newest")
@@ -90,7 +91,7 @@ def _session_to_begin() -> Any:
         select(Session, Agent, latest)
         .join(Agent, col(Agent.id) == col(Session.agent_id))
         .outerjoin(latest, true())
-        .where(col(Session.id) == bindparam("session"))
+        .where(col(Session.id) == bindparam("session"), col(Session.agent_id) == bindparam("agent"))
         .with_for_update(of=Session)
     )
 
@@ -106,7 +107,10 @@ async def session_to_begin(
 ) -> tuple[Session, Agent, AgentVersion | None]:
     """A session, locked (its turns are numbered one at a time), with its agent and the
     agent's latest version (``None`` before the first is published), in one statement."""
-    row = (await db.execute(_session_to_begin(), {"session": session_id})).first()
+    agent_id = await agent_of(db, Session, session_id)
+    row = (
+        await db.execute(_session_to_begin(), {"session": session_id, "agent": agent_id})
+    ).first()
     if row is None:
         raise NotFoundError(f"no session with id {session_id}")
     session, agent, version = row
@@ -135,4 +139,5 @@ async def create_session(
         check_text(external_id, field="externalId", maximum=200)
     session = Session(agent_id=agent_id, external_id=external_id)
     await insert_unique(db, session, f"a session with externalId {external_id!r} exists")
+    remember(db, session.id, agent_id)
     return session

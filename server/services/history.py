@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, cast, column, func, insert, select
+from sqlalchemy import Integer, and_, bindparam, cast, column, func, insert, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
@@ -42,6 +42,7 @@ from server.models.memory import EMBEDDING_DIM
 from server.services.agents import config_of, version_and_agent
 from server.services.history_kept import KeptEvent, kept_events
 from server.storage.built import built_once
+from server.storage.owners import agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +83,19 @@ class Prepared:
 def _turn_to_keep() -> Any:
     return (
         select(*(col(getattr(Turn, name)) for name in _TURN_FACTS), AgentVersion, Agent)
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(
+            AgentVersion,
+            and_(
+                col(AgentVersion.id) == col(Turn.agent_version_id),
+                col(AgentVersion.agent_id) == col(Turn.agent_id),
+            ),
+        )
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
+        .where(
+            col(Turn.id) == bindparam("turn"),
+            col(Turn.agent_id) == bindparam("agent"),
+            col(Turn.status) == "open",
+        )
     )
 
 
@@ -94,7 +105,8 @@ async def prepare_keep(
     """Read, split and embed what committing the open turn will keep, before the commit
     locks the turn: the forward pass then holds no lock. :func:`keep_turn` uses it when
     nothing was recorded in between, and does the work again otherwise."""
-    row = (await db.execute(_turn_to_keep(), {"turn": turn_id})).first()
+    agent_id = await agent_of(db, Turn, turn_id)
+    row = (await db.execute(_turn_to_keep(), {"turn": turn_id, "agent": agent_id})).first()
     if row is None:
         return None
     *facts, version, agent = row

@@ -124,7 +124,9 @@ def context_search(
     )
     now = now if now is not None else datetime.now(UTC)
     seed = aliased(HistoryPart, name="seed")
-    turns = select(col(seed.turn_number)).where(col(seed.id).in_(select(seeds.c.key)))
+    turns = select(col(seed.turn_number)).where(
+        col(seed.agent_id) == reader.agent_id, col(seed.id).in_(select(seeds.c.key))
+    )
     scored = (
         select(
             col(HistoryPart.id).label("key"),
@@ -136,7 +138,13 @@ def context_search(
             _keyword_weight(keywords).label("lexical"),
         )
         .select_from(HistoryPart)
-        .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
+        .join(
+            HistoryEvent,
+            and_(
+                col(HistoryEvent.id) == col(HistoryPart.event_id),
+                col(HistoryEvent.agent_id) == col(HistoryPart.agent_id),
+            ),
+        )
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         .subquery("scored")
     )

@@ -21,12 +21,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.errors import ConflictError, NotFoundError
 from server.models import MemoryDeletion, MemoryRecord, MemoryVersion
 from server.services.memory_versions import VERSION_TEXT, next_version_number
+from server.storage.owners import by_agent, of_agent
 
 
 async def delete_record(
     db: AsyncSession, *, record_id: uuid.UUID, principal_id: uuid.UUID | None, caller: str
 ) -> MemoryRecord:
-    record = await db.get(MemoryRecord, record_id, with_for_update=True)
+    record = await db.get(
+        MemoryRecord,
+        record_id,
+        with_for_update=True,
+        options=await by_agent(db, MemoryRecord, record_id),
+    )
     if record is None or not record.committed:
         raise NotFoundError(f"no memory record with id {record_id}")
     if record.pending_turn_id is not None:
@@ -40,7 +46,9 @@ async def delete_record(
     )
     db.add(deletion)
     await db.flush()
-    current = await db.get(MemoryVersion, record.current_version_id)
+    current = await db.get(
+        MemoryVersion, record.current_version_id, options=of_agent(MemoryVersion, record.agent_id)
+    )
     assert current is not None
     version = MemoryVersion(
         record_id=record.id,

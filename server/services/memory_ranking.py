@@ -177,8 +177,20 @@ def _with_rows(shape: _Shape) -> Select[Any]:
     return (
         select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
         .select_from(top)
-        .join(MemoryVersion, col(MemoryVersion.id) == top.c.key)
-        .join(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == top.c.key,
+                col(MemoryVersion.agent_id) == bindparam("reader_agent"),
+            ),
+        )
+        .join(
+            MemoryRecord,
+            and_(
+                col(MemoryRecord.id) == col(MemoryVersion.record_id),
+                col(MemoryRecord.agent_id) == col(MemoryVersion.agent_id),
+            ),
+        )
         .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
         .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
     )

@@ -22,6 +22,7 @@ from server.models import Execution, MemoryRecord, MemoryVersion
 from server.services.tools import CallRef
 from server.services.turn_scope import TurnScope
 from server.storage.gate import effective_status, record_condition
+from server.storage.owners import of_agent
 from server.storage.rows import rows_changed
 
 # what a status change's version keeps of the version it follows
@@ -69,7 +70,11 @@ async def reach_record(
             )
         raise NotFoundError(f"no memory record {record_id} that this agent can reach")
     record, status = row
-    version = await db.get(MemoryVersion, version_in_force(scope.reader, record))
+    version = await db.get(
+        MemoryVersion,
+        version_in_force(scope.reader, record),
+        options=of_agent(MemoryVersion, record.agent_id),
+    )
     assert version is not None
     return record, version, status
 

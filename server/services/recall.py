@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -44,6 +44,7 @@ from server.services.memory_ranking import Found, ranked_by
 from server.services.search import run_search
 from server.services.tools import CallRef, open_call, record_embed, record_found
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
+from server.storage.owners import of_agent
 
 MAX_WORK = 20_000
 RECALL_KIND = "memory"
@@ -89,8 +90,15 @@ async def _earlier_recalls(
     rows = (
         await db.execute(
             select(Execution, col(OutputUse.memory_version_id))
-            .join(OutputUse, col(OutputUse.execution_id) == col(Execution.id))
+            .join(
+                OutputUse,
+                and_(
+                    col(OutputUse.execution_id) == col(Execution.id),
+                    col(OutputUse.agent_id) == col(Execution.agent_id),
+                ),
+            )
             .where(
+                col(Execution.agent_id) == caller.agent_id,
                 col(Execution.parent_id) == caller.id,
                 col(Execution.turn_id) == caller.turn_id,
                 col(Execution.name) == SEARCH_TOOL,
@@ -116,7 +124,11 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     search = scope.config.memory.search
     # One recall at a time per conversation, so the repeat check sees every earlier one.
     await db.get(
-        Execution, scope.caller.id, with_for_update={"key_share": True}, populate_existing=True
+        Execution,
+        scope.caller.id,
+        with_for_update={"key_share": True},
+        populate_existing=True,
+        options=of_agent(Execution, scope.caller.agent_id),
     )
     items, tokens = await ranked_by(
         db, embedder, reader=scope.reader, search=search, query=text, limit=search.max_results

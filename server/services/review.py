@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,6 +30,7 @@ from server.domain import review as rules
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
 from server.models import Execution, Invocation, MemoryReview
+from server.models._columns import CHANGED_AT
 from server.services.review_memory import (
     Candidate,
     Similar,
@@ -46,6 +47,7 @@ from server.services.review_window import (
 )
 from server.services.transcript import end_execution, start_execution
 from server.services.turn_scope import TurnScope, ensure_memory_enabled, open_scope
+from server.storage.owners import agent_of
 
 REVIEW_TOOL = "memory_review"
 
@@ -181,7 +183,7 @@ async def apply_review(
     applied = await db.scalar(
         update(MemoryReview)
         .where(col(MemoryReview.id) == review.id)
-        .values(status="applied", applied_at=func.clock_timestamp())  # the database's clock
+        .values(status="applied", applied_at=CHANGED_AT)  # the database's clock
         .returning(MemoryReview)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
@@ -206,7 +208,10 @@ def _candidates(
 async def _open_review(
     db: AsyncSession, review_id: uuid.UUID, *, lock: bool = False
 ) -> tuple[MemoryReview, TurnScope]:
-    stmt = select(MemoryReview).where(col(MemoryReview.id) == review_id)
+    agent_id = await agent_of(db, MemoryReview, review_id)
+    stmt = select(MemoryReview).where(
+        col(MemoryReview.id) == review_id, col(MemoryReview.agent_id) == agent_id
+    )
     review = await db.scalar(stmt.with_for_update() if lock else stmt)
     if review is None:
         raise NotFoundError(f"no memory review {review_id}", field="reviewId")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, bindparam, literal_column, select
+from sqlalchemy import Float, and_, bindparam, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -85,7 +85,13 @@ async def similar(
     rows: Sequence[Any] = (
         await db.execute(
             select(MemoryRecord, MemoryVersion, (literal_column("1") - distance).label("sim"))
-            .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
+            .join(
+                MemoryVersion,
+                and_(
+                    col(MemoryVersion.id) == version_in_force(reader),
+                    col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+                ),
+            )
             .where(
                 record_condition(reader, purpose=Purpose.CHANGE),
                 effective_status(reader) == "ACTIVE",

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.models import Execution, TranscriptEvent, Turn, table
+from server.models._columns import CHANGED_AT
 from server.storage.built import built_once
 
 AS_WRITTEN = {"dml_strategy": "orm"}
@@ -50,9 +51,10 @@ def _append() -> Any:
     events = table(TranscriptEvent)
     count = bindparam("count", type_=Integer)
     turn_id = bindparam("turn", type_=events.c.turn_id.type)
+    agent_id = bindparam("agent", type_=events.c.agent_id.type)
     allocated = (
         update(Turn)
-        .where(col(Turn.id) == turn_id)
+        .where(col(Turn.id) == turn_id, col(Turn.agent_id) == agent_id)
         .values(event_seq=Turn.event_seq + count)
         .returning(col(Turn.event_seq))
         .cte("allocated")
@@ -79,7 +81,7 @@ def _append() -> Any:
             ],
             select(
                 func.gen_random_uuid(),
-                bindparam("agent", type_=events.c.agent_id.type),
+                agent_id,
                 turn_id,
                 cast(value["execution_id"].astext, events.c.execution_id.type),
                 allocated.c.event_seq - count + event.c.n,
@@ -156,8 +158,8 @@ async def _end(db: AsyncSession, execution: Execution, **values: Any) -> Executi
     the transcript), and read back into ``execution`` in the same statement."""
     ended = await db.scalar(
         update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(**values, ended_at=func.clock_timestamp())
+        .where(col(Execution.id) == execution.id, col(Execution.agent_id) == execution.agent_id)
+        .values(**values, ended_at=CHANGED_AT)
         .returning(Execution)
         .execution_options(populate_existing=True, synchronize_session=False)
     )

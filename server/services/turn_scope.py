@@ -17,6 +17,7 @@ from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoun
 from server.models import Agent, AgentVersion, Execution, Turn
 from server.services.agents import config_of
 from server.storage.built import built_once
+from server.storage.owners import agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +55,16 @@ async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = F
     written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
     call of the turn at a time (read fresh).
     """
-    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id})).first()
+    agent_id = await agent_of(db, Turn, turn_id)
+    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id, "agent": agent_id})).first()
     return _still_open(row[0] if row else None, turn_id)
 
 
 def _holding(stmt: Any, *, exclusive: bool) -> Any:
-    """``stmt`` (which reads the turn) for the one turn (parameter ``turn``), locked as
-    :func:`open_turn` says."""
+    """``stmt`` (which reads the turn) for the one turn (parameters ``turn`` and its
+    ``agent``), locked as :func:`open_turn` says."""
     return (
-        stmt.where(col(Turn.id) == bindparam("turn"))
+        stmt.where(col(Turn.id) == bindparam("turn"), col(Turn.agent_id) == bindparam("agent"))
         .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
         .execution_options(populate_existing=exclusive)
     )
@@ -83,9 +85,15 @@ def _open_scope(by_caller: bool, exclusive: bool) -> Any:
         caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
     stmt = (
         select(Turn, AgentVersion, Agent, Execution)
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(
+            AgentVersion,
+            and_(
+                col(AgentVersion.id) == col(Turn.agent_version_id),
+                col(AgentVersion.agent_id) == bindparam("agent"),
+            ),
+        )
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .outerjoin(Execution, caller_of)
+        .outerjoin(Execution, and_(caller_of, col(Execution.agent_id) == bindparam("agent")))
     )
     return _holding(stmt, exclusive=exclusive)
 
@@ -109,7 +117,10 @@ async def open_scope(
     its agent version and its caller execution (by default the turn's own), in one
     statement."""
     by_caller = caller_execution_id is not None
-    params = {"turn": turn_id, "caller": caller_execution_id} if by_caller else {"turn": turn_id}
+    agent_id = await agent_of(db, Turn, turn_id)
+    params = {"turn": turn_id, "agent": agent_id}
+    if by_caller:
+        params["caller"] = caller_execution_id
     row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None

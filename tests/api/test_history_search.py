@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import cast, event, select
+from sqlalchemy import and_, cast, event, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 
 from server.domain import history as rules
@@ -273,7 +273,13 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
         uses = (
             await db.execute(
                 select(OutputUse.kind, OutputUse.rank, HistoryPart.event_id)
-                .join(HistoryPart, HistoryPart.id == OutputUse.history_part_id)
+                .join(
+                    HistoryPart,
+                    and_(
+                        HistoryPart.id == OutputUse.history_part_id,  # type: ignore[arg-type]
+                        HistoryPart.agent_id == OutputUse.agent_id,  # type: ignore[arg-type]
+                    ),
+                )
                 .where(OutputUse.execution_id == uuid.UUID(execution["id"]))
                 .order_by(OutputUse.rank)
             )
@@ -516,7 +522,13 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                     (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
                     *matches,
                 )
-                .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+                .join(
+                    HistoryEvent,
+                    and_(
+                        HistoryEvent.id == HistoryPart.event_id,  # type: ignore[arg-type]
+                        HistoryEvent.agent_id == HistoryPart.agent_id,  # type: ignore[arg-type]
+                    ),
+                )
                 .where(
                     HistoryPart.session_id == uuid.UUID(session),  # type: ignore[arg-type]
                     HistoryPart.turn_number.in_(turns),

@@ -1,10 +1,13 @@
-"""Alembic environment: the URL comes from the caller (``server.migrate``) or the settings."""
+"""Alembic environment: the URL comes from the caller (``server.migrate``) or the settings.
+Under ``agent-memory migrate --citus`` a new table is placed on Citus as it is created
+(:mod:`server.citus.migrating`)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+from server.citus.migrating import CITUS
 from server.models import metadata
 
 config = context.config
@@ -37,6 +40,7 @@ def run_migrations_online() -> None:
         return
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as conn:
+        conn.info[CITUS] = bool(config.attributes.get(CITUS))
         context.configure(connection=conn, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()

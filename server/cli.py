@@ -69,6 +69,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from server.startup import check_database
 
     down = args.down or (args.revision or "").startswith("-")
+    if down and args.citus:
+        print(
+            "migrate --citus places an upgraded schema on Citus; it does not go down",
+            file=sys.stderr,
+        )
+        return 2
     if down and args.revision is None:
         print(
             "migrate --down needs the revision to go down to: -1 for one step, "
@@ -84,10 +90,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         if down:
             migrate.downgrade(url, revision)
         else:
-            migrate.upgrade(url, revision)
+            migrate.upgrade(url, revision, citus=args.citus)
+            placed = migrate.distribute(url) if args.citus else []
     finally:
         database.stop()
     print(f"migrated to {revision}")
+    if args.citus:
+        print(f"on Citus: placed {', '.join(placed)}" if placed else "on Citus: all placed already")
     return 0
 
 
@@ -144,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         "revision", nargs="?", help="target revision (default: head; required with --down)"
     )
     mig.add_argument("--down", action="store_true", help="downgrade to REVISION")
+    mig.add_argument(
+        "--citus",
+        action="store_true",
+        help="on a Citus coordinator: then distribute the per-agent tables by agent_id and "
+        "copy the global ones to every node (docs/scaling.md)",
+    )
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")
     schema.add_argument(

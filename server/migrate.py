@@ -1,4 +1,5 @@
-"""Run Alembic migrations programmatically (``agent-memory migrate``, tests, start-up)."""
+"""Run Alembic migrations programmatically (``agent-memory migrate``, tests, start-up),
+and place the migrated schema on Citus (``agent-memory migrate --citus``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import create_engine, pool
 from sqlalchemy.engine import URL
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -19,9 +21,27 @@ def alembic_config(url: URL | str) -> Config:
     return cfg
 
 
-def upgrade(url: URL | str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+def upgrade(url: URL | str, revision: str = "head", *, citus: bool = False) -> None:
+    """Upgrade to ``revision``; ``citus``: on a Citus coordinator whose tables are placed
+    already, a new table is placed as it is created (:mod:`server.citus.migrating`)."""
+    cfg = alembic_config(url)
+    cfg.attributes["citus"] = citus
+    command.upgrade(cfg, revision)
 
 
 def downgrade(url: URL | str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def distribute(url: URL | str) -> list[str]:
+    """Place the migrated schema on the Citus coordinator at ``url``: the tables Citus
+    does not know yet, distributed by agent or copied to every node
+    (:func:`server.citus.distribute.distribute`). Returns the tables placed."""
+    from server.citus.distribute import distribute as place  # noqa: PLC0415
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            return place(conn)
+    finally:
+        engine.dispose()

@@ -1,0 +1,195 @@
+"""The schema on a Citus coordinator and two workers, placed by ``agent-memory migrate
+--citus`` (docs/scaling.md, "Distributing by agent"): every per-agent table distributed
+by ``agent_id`` in one colocation group, the global tables on every node, a second run
+changing nothing, a later migration's table placed as it is created, and an agent's
+memory search and history search each sent to the one shard that holds the agent's rows
+(R10: nothing crosses agents; EXPLAIN shows one task, no fan-out)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import URL
+
+from server import migrate
+from server.citus.layout import GLOBAL_TABLES
+from tests.api.history_scenario import HistoryScenario, agent, history_config, user
+from tests.api.scenario import Scenario, memory_config
+from tests.conftest import Api
+
+SEARCH_MEMORY = """
+mutation($turn: UUID!, $q: String!) {
+  searchMemory(input: {turnId: $turn, query: $q}) { results { version { summary } } }
+}"""
+
+
+@pytest.fixture(scope="module")
+def engine(database_url: URL) -> Iterator[Engine]:
+    engine = create_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+def _placement(engine: Engine) -> dict[str, tuple[str, str | None, int]]:
+    """Each table Citus knows: its kind, distribution column and colocation group."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT logicalrelid::regclass::text AS name, partmethod,"
+                " CASE WHEN partmethod = 'h'"
+                "      THEN column_to_column_name(logicalrelid, partkey) END AS column,"
+                " colocationid FROM pg_dist_partition"
+            )
+        )
+        return {row.name: (row.partmethod, row.column, row.colocationid) for row in rows}
+
+
+def _schema_tables(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
+        return {name for (name,) in rows} - {"alembic_version"}
+
+
+def test_every_table_is_distributed_by_agent_or_on_every_node(engine: Engine) -> None:
+    placed = _placement(engine)
+    assert set(placed) == _schema_tables(engine)
+    reference = {name for name, (method, _, _) in placed.items() if method == "n"}
+    assert reference == GLOBAL_TABLES
+    distributed = {name: p for name, p in placed.items() if name not in reference}
+    assert {column for _, column, _ in distributed.values()} == {"agent_id"}
+    assert len({group for _, _, group in distributed.values()}) == 1  # colocated
+
+
+def test_migrate_citus_again_places_nothing(database_url: URL, engine: Engine) -> None:
+    before = _placement(engine)
+    migrate.upgrade(database_url, citus=True)
+    assert migrate.distribute(database_url) == []
+    assert _placement(engine) == before
+
+
+def test_a_later_migrations_table_is_placed_as_it_is_created(citus_cluster: Any) -> None:
+    """A database placed at 0007, then upgraded under --citus: migration 0008 creates
+    ``memory_reviews`` with foreign keys to turns, sessions and executions, which Citus
+    takes only between distributed tables and only with the agent in them."""
+    name = f"agent_memory_upgrade_{uuid.uuid4().hex[:8]}"
+    url = citus_cluster.create_database(name, migrate=False)
+    engine = create_engine(url)
+    try:
+        migrate.upgrade(url, "0007", citus=True)
+        assert "memory_versions" in migrate.distribute(url)
+        migrate.upgrade(url, citus=True)
+        placed = _placement(engine)
+        assert placed["memory_reviews"][:2] == ("h", "agent_id")
+        assert placed["memory_reviews"][2] == placed["turns"][2]
+        with engine.connect() as conn:
+            keys = dict(
+                conn.execute(
+                    text(
+                        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+                        " WHERE conrelid = 'memory_reviews'::regclass AND contype = 'f'"
+                    )
+                ).all()
+            )
+        assert keys["memory_reviews_turn_id_fkey"].startswith(
+            "FOREIGN KEY (agent_id, turn_id) REFERENCES turns(agent_id, id)"
+        )
+        assert migrate.distribute(url) == []
+    finally:
+        engine.dispose()
+        citus_cluster.drop_database(name)
+
+
+class _Statements:
+    """The statements (and their parameters) the server sends while the block runs."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.sent: list[tuple[str, Any]] = []
+
+    def __enter__(self) -> _Statements:
+        event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, conn: Any, cursor: Any, statement: str, params: Any, *rest: Any) -> None:
+        self.sent.append((statement, params))
+
+    def the_one(self, *words: str) -> tuple[str, Any]:
+        found = [s for s in self.sent if all(w in s[0] for w in words)]
+        assert len(found) == 1, [s[0][:80] for s in self.sent]
+        return found[0]
+
+
+async def _plan(api: Api, statement: str, params: Any) -> str:
+    assert api.database.engine is not None
+    async with api.database.engine.connect() as conn:
+        rows = await conn.exec_driver_sql("EXPLAIN " + statement, params)
+        return "\n".join(row[0] for row in rows)
+
+
+def _one_shard(plan: str) -> None:
+    """One Citus task for the whole statement: routed to the agent's shard, no subplan
+    run apart, no fan-out."""
+    assert plan.lstrip().startswith("Custom Scan (Citus Adaptive)"), plan
+    assert re.findall(r"Task Count: (\d+)", plan) == ["1"], plan
+    assert "Distributed Subplan" not in plan, plan
+
+
+async def test_an_agents_memory_search_is_routed_to_one_shard(api: Api) -> None:
+    """R10, R41: the ranking statement searchMemory runs names the reader's agent in every
+    table it reads, and Citus sends it whole to that agent's shard."""
+    s = Scenario(api)
+    await s.agent(memory_config(read=["agent"], write=["agent"]))
+    session = await s.session()
+    for summary in ("Invoices go out on the first", "The customer prefers email"):
+        await s.committed(summary, session, scope="AGENT")
+    turn = await s.turn(session)
+    assert api.database.engine is not None
+    with _Statements(api.database.engine.sync_engine) as seen:
+        data = await api.ok(SEARCH_MEMORY, turn=turn, q="when do invoices go out")
+    assert data["searchMemory"]["results"][0]["version"]["summary"].startswith("Invoices")
+    _one_shard(await _plan(api, *seen.the_one("FROM memory_versions", "ORDER BY top.score")))
+
+
+async def test_an_agents_history_search_is_routed_to_one_shard(api: Api) -> None:
+    """R62, R64: the statement that ranks a session's kept parts runs on one shard."""
+    s = HistoryScenario(api)
+    await s.agent(history_config())
+    session = await s.session()
+    await s.committed_turn(session, user("We cooked risotto on Sunday"), agent("Lovely."))
+    await s.committed_turn(session, user("The boiler broke again"), agent("Call Sam."))
+    turn = await s.turn(session)
+    assert api.database.engine is not None
+    with _Statements(api.database.engine.sync_engine) as seen:
+        results = await s.results(turn, "what did we cook")
+    assert "risotto" in results[0]["text"]
+    _one_shard(await _plan(api, *seen.the_one("FROM history_parts", "ranked.score")))
+
+
+async def test_a_searchs_scan_settings_reach_the_agents_shard(api: Api) -> None:
+    """The memory search steers the planner with SET LOCAL (server/storage/hybrid_run.py):
+    migrate --citus has the coordinator pass them on to the shard that runs it."""
+    s = Scenario(api)
+    agent_id = await s.agent(memory_config())
+    session = await s.session()
+    await s.committed("The customer prefers email", session)
+    assert api.database.engine is not None
+    async with api.database.engine.connect() as conn:
+        await conn.exec_driver_sql("SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = 123")
+        on_shard = (
+            await conn.execute(
+                text(
+                    "SELECT current_setting('enable_sort'), current_setting('hnsw.ef_search')"
+                    " FROM memory_versions WHERE agent_id = :agent LIMIT 1"
+                ),
+                {"agent": uuid.UUID(agent_id)},
+            )
+        ).one()
+    assert tuple(on_shard) == ("off", "123")

@@ -1,13 +1,13 @@
 """Alembic environment: the URL comes from the caller (``server.migrate``) or the settings.
-Under ``agent-memory migrate --citus`` a new table is placed on Citus as it is created
-(:mod:`server.citus.migrating`)."""
+On a database Citus distributes, a migration's new table is placed as it is created
+(:mod:`server.citus.migrating`, imported for its operations)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from server.citus.migrating import CITUS
+import server.citus.migrating  # noqa: F401  (the Citus forms of create_table, ...)
 from server.models import metadata
 
 config = context.config
@@ -40,7 +40,6 @@ def run_migrations_online() -> None:
         return
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as conn:
-        conn.info[CITUS] = bool(config.attributes.get(CITUS))
         context.configure(connection=conn, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()

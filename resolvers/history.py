@@ -24,6 +24,7 @@ from server import models
 from server.domain.history import ToolCall
 from server.errors import NotFoundError
 from server.services import history_reads, history_record, history_search
+from server.services.lookup import get
 
 
 @strawberry.enum(description="What an event the runtime records is.")
@@ -221,9 +222,8 @@ class HistoryMutation:
 
         db = info.context.db
         result = await once(info, "searchHistory", input, run)
-        execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
-        assert execution is not None
-        hits = await history_search.load_hits(db, result["hits"])
+        execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+        hits = await history_search.load_hits(db, result["hits"], agent_id=execution.agent_id)
         return SearchHistoryPayload(
             execution=ExecutionType(row=execution),
             results=[HistoryResultType(hit=h) for h in hits],

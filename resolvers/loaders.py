@@ -32,6 +32,7 @@ from server.models import (
 )
 from server.services import history_reads
 from server.services.history_reads import EventDetails
+from server.storage.owners import kept_agents
 
 
 class _Row(Protocol):
@@ -75,7 +76,11 @@ class Loaders:
 
     def _by_id(self, model: type[T]) -> DataLoader[uuid.UUID, T | None]:
         async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
-            rows = (await self.db.scalars(select(model).where(col(model.id).in_(keys)))).all()
+            rows = (
+                await self.db.scalars(
+                    select(model).where(col(model.id).in_(keys), *kept_agents(self.db, model, keys))
+                )
+            ).all()
             found = {row.id: row for row in rows}
             return [found.get(k) for k in keys]
 
@@ -102,7 +107,10 @@ class Loaders:
                         col(HistoryPart.agent_id) == col(OutputUse.agent_id),
                     ),
                 )
-                .where(col(OutputUse.execution_id).in_(keys))
+                .where(
+                    col(OutputUse.execution_id).in_(keys),
+                    *kept_agents(self.db, OutputUse, keys),
+                )
                 .order_by(col(OutputUse.rank), col(HistoryPart.part))
             )
         ).all()
@@ -118,7 +126,11 @@ class Loaders:
         value: Any = getattr(model, name)
 
         async def load(keys: Sequence[uuid.UUID]) -> list[Any]:
-            rows = (await self.db.execute(select(key, value).where(key.in_(keys)))).all()
+            rows = (
+                await self.db.execute(
+                    select(key, value).where(key.in_(keys), *kept_agents(self.db, model, keys))
+                )
+            ).all()
             found: dict[Any, Any] = dict(rows)
             return [found.get(k) for k in keys]
 
@@ -130,7 +142,11 @@ class Loaders:
 
         async def load(keys: Sequence[uuid.UUID]) -> list[list[T]]:
             rows = (
-                await self.db.scalars(select(model).where(column.in_(keys)).order_by(ordering))
+                await self.db.scalars(
+                    select(model)
+                    .where(column.in_(keys), *kept_agents(self.db, model, keys))
+                    .order_by(ordering)
+                )
             ).all()
             groups: dict[uuid.UUID, list[T]] = defaultdict(list)
             for row in rows:

@@ -23,6 +23,7 @@ from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services.lookup import get
+from server.storage.owners import by_agent
 
 
 @strawberry.enum(description="What a review does with one candidate fact.")
@@ -241,7 +242,12 @@ async def versions_of(info: Info, ids: list[str]) -> list[MemoryVersionType]:
 
 
 async def review_type(info: Info, review_id: str) -> MemoryReviewType:
-    row = await info.context.db.get(models.MemoryReview, uuid.UUID(review_id))
+    db, row_id = info.context.db, uuid.UUID(review_id)
+    row = await db.get(
+        models.MemoryReview,
+        row_id,
+        populate_existing=True,  # read fresh: the call may have changed it
+        options=await by_agent(db, models.MemoryReview, row_id),
+    )
     assert row is not None
-    await info.context.db.refresh(row)
     return MemoryReviewType(row=row)

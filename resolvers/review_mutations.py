@@ -206,8 +206,9 @@ class ReviewMutation:
                 "invocation": input.invocation_id,
             },
         )
-        execution = await get(info.context.db, models.Execution, uuid.UUID(result["execution"]))
-        await info.context.db.refresh(execution)
+        execution = await get(
+            info.context.db, models.Execution, uuid.UUID(result["execution"]), fresh=True
+        )
         return ApplyMemoryReviewPayload(
             review=await review_type(info, result["review"]),
             execution=ExecutionType(row=execution),

@@ -13,7 +13,7 @@ from resolvers.context import Context
 from resolvers.grants import caller_of
 from server import models
 from server.errors import ForbiddenError
-from server.storage.owners import remember
+from server.storage.owners import kept, remember
 
 _REFERENCES: tuple[tuple[str, str, Any], ...] = (
     ("turn_id", "turnId", models.Turn),
@@ -44,7 +44,12 @@ _AGENT_OF = {model: _agent_of_statement(model) for _, _, model in _REFERENCES}
 
 async def _agent_of(context: Context, model: Any, ref: uuid.UUID) -> tuple[uuid.UUID, str] | None:
     """The agent (id, namespace) a row belongs to, by a column query: nothing enters the
-    session's identity map, so the service's own locked reads see fresh rows."""
+    session's identity map, so the service's own locked reads see fresh rows. A row whose
+    agent is known (server/storage/owners.py) reads the agent alone: on Citus the agents
+    are on every node, and the row by its id alone would be asked of every shard."""
+    known = None if model is models.Agent else kept(context.db, ref)
+    if known is not None:
+        model, ref = models.Agent, known
     row = (await context.db.execute(_AGENT_OF[model], {"ref": ref})).first()
     if row is None:
         return None

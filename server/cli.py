@@ -41,6 +41,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         database.check()  # pgvector before migrating
         if not args.no_migrate:
             migrate.upgrade(url)
+            if migrate.on_citus(url):  # a release's new tables placed as the others
+                migrate.distribute(url)
         if settings.dev:
             from server.cli_auth import print_dev_admin_token
 
@@ -90,12 +92,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         if down:
             migrate.downgrade(url, revision)
         else:
-            migrate.upgrade(url, revision, citus=args.citus)
-            placed = migrate.distribute(url) if args.citus else []
+            migrate.upgrade(url, revision)
+            citus = args.citus or migrate.on_citus(url)
+            placed = migrate.distribute(url) if citus else []
     finally:
         database.stop()
     print(f"migrated to {revision}")
-    if args.citus:
+    if not down and citus:
         print(f"on Citus: placed {', '.join(placed)}" if placed else "on Citus: all placed already")
     return 0
 
@@ -157,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--citus",
         action="store_true",
         help="on a Citus coordinator: then distribute the per-agent tables by agent_id and "
-        "copy the global ones to every node (docs/scaling.md)",
+        "copy the global ones to every node, once; later upgrades keep new tables placed "
+        "(docs/scaling.md)",
     )
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")

@@ -21,16 +21,28 @@ def alembic_config(url: URL | str) -> Config:
     return cfg
 
 
-def upgrade(url: URL | str, revision: str = "head", *, citus: bool = False) -> None:
-    """Upgrade to ``revision``; ``citus``: on a Citus coordinator whose tables are placed
-    already, a new table is placed as it is created (:mod:`server.citus.migrating`)."""
-    cfg = alembic_config(url)
-    cfg.attributes["citus"] = citus
-    command.upgrade(cfg, revision)
+def upgrade(url: URL | str, revision: str = "head") -> None:
+    """Upgrade to ``revision``. On a database Citus distributes already, a migration's new
+    table, unique index or foreign key takes the form Citus accepts
+    (:mod:`server.citus.migrating`); :func:`distribute` after it places what is left."""
+    command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: URL | str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def on_citus(url: URL | str) -> bool:
+    """True when the database is a Citus coordinator that distributes this schema already
+    (``agent-memory migrate --citus`` ran): every later upgrade places its tables too."""
+    from server.citus.distribute import is_citus, placed_tables  # noqa: PLC0415
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return is_citus(conn) and bool(placed_tables(conn))
+    finally:
+        engine.dispose()
 
 
 def distribute(url: URL | str) -> list[str]:

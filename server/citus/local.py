@@ -61,11 +61,14 @@ class Node:
 @dataclass
 class LocalCluster:
     """``workers`` workers and a coordinator under ``root``, run with the binaries of
-    ``pginstall``. ``start()`` and ``stop()``; or use it as a context manager."""
+    ``pginstall``. ``start()`` and ``stop()``; or use it as a context manager. With
+    ``citus=False`` (and no workers): one plain PostgreSQL node of the same build and
+    settings, the single-node peer of a benchmark."""
 
     pginstall: Path
     root: Path
     workers: int = 2
+    citus: bool = True
     settings: dict[str, str] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
 
@@ -134,7 +137,7 @@ class LocalCluster:
             "port": str(node.port),
             "listen_addresses": "'127.0.0.1'",
             "unix_socket_directories": f"'{node.data}'",
-            "shared_preload_libraries": "'citus'",
+            "shared_preload_libraries": "'citus'" if self.citus else "''",
             "max_connections": "200",
             "fsync": "off",
             "jit": "off",
@@ -147,7 +150,14 @@ class LocalCluster:
     def create_database(self, name: str, *, migrate: bool = True) -> URL:
         """A database ``name`` on every node, with Citus and the workers added, migrated
         and distributed (``agent-memory migrate --citus``) unless ``migrate=False``;
-        returns the coordinator's URL of it."""
+        returns the coordinator's URL of it. Without Citus: the database, migrated."""
+        if not self.citus:
+            with psycopg.connect(self.coordinator.dsn(), autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            url = self.coordinator.url(name)
+            if migrate:
+                upgrade(url)
+            return url
         for node in self.nodes:
             with psycopg.connect(node.dsn(), autocommit=True) as conn:
                 conn.execute(f'CREATE DATABASE "{name}"')
@@ -161,7 +171,7 @@ class LocalCluster:
                 conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
         url = coordinator.url(name)
         if migrate:  # agent-memory migrate --citus
-            upgrade(url, citus=True)
+            upgrade(url)
             distribute(url)
         return url
 

@@ -1,11 +1,11 @@
 """A migration run on a database Citus distributes already (``agent-memory migrate
 --citus`` after an upgrade of the server): its new tables, unique indexes and foreign
-keys in the form Citus takes.
+keys in the form Citus takes, whichever command runs it (``migrate``, ``serve``).
 
 Citus refuses a foreign key from a table it does not know to one it distributes, a
 unique index on a distributed table without the distribution column, and a foreign key
-between distributed tables that does not pair their agents. So under ``--citus``, on a
-database whose tables are distributed:
+between distributed tables that does not pair their agents. So on a database whose
+tables are distributed:
 
 - ``op.create_table`` creates the table without its foreign keys to placed tables,
   places it at once by the rule of :mod:`server.citus.layout` (distributed by
@@ -28,15 +28,12 @@ from sqlalchemy import ForeignKeyConstraint, Table, text
 from server.citus.distribute import distribute, is_citus, placed_tables
 from server.citus.layout import DISTRIBUTION_COLUMN, ForeignKey, Placement, foreign_key
 
-CITUS = "citus"
-"""The key of ``Connection.info`` that says a migration runs under ``--citus``."""
-
 
 def _placed(operations: Operations) -> dict[str, Placement]:
-    """The tables Citus holds, when this migration runs under ``--citus`` on a database
-    with distributed tables; else nothing (Alembic's own operations then)."""
+    """The tables Citus holds, when this migration runs on a database with distributed
+    tables (``agent-memory migrate --citus`` ran); else nothing (Alembic's own then)."""
     conn = operations.get_bind()
-    if not conn.info.get(CITUS) or not is_citus(conn):
+    if not is_citus(conn):
         return {}
     placed = placed_tables(conn)
     return placed if Placement.DISTRIBUTED in placed.values() else {}

@@ -73,7 +73,10 @@ def _version_and_agent() -> Any:
     return (
         select(Agent, AgentVersion)
         .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-        .where(col(AgentVersion.id) == bindparam("version"))
+        .where(
+            col(AgentVersion.id) == bindparam("version"),
+            col(AgentVersion.agent_id) == bindparam("agent"),
+        )
     )
 
 
@@ -96,9 +99,13 @@ def _session_to_begin() -> Any:
     )
 
 
-async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
-    """An agent version and its agent, in one statement (a turn names its version)."""
-    agent, version = (await db.execute(_version_and_agent(), {"version": version_id})).one()
+async def version_and_agent(
+    db: AsyncSession, version_id: uuid.UUID, *, agent_id: uuid.UUID
+) -> tuple[AgentVersion, Agent]:
+    """An agent's version and the agent, in one statement (a turn names its version)."""
+    agent, version = (
+        await db.execute(_version_and_agent(), {"version": version_id, "agent": agent_id})
+    ).one()
     return version, agent
 
 

@@ -242,7 +242,9 @@ async def _prepare(
     if turn.session_id is None or turn.replay_of_id is not None:
         return None
     if config is None:
-        config = config_of(*await version_and_agent(db, turn.agent_version_id))
+        config = config_of(
+            *await version_and_agent(db, turn.agent_version_id, agent_id=turn.agent_id)
+        )
     if config.history is None:
         return None
     kept = await kept_events(db, turn.id, config.history.index)

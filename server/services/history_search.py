@@ -167,8 +167,8 @@ async def _search(
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
     found = await rank_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
-    parts = await _parts(db, [h.key for h in found])
-    events = await events_by_id(db, {p.event_id for p in parts.values()})
+    parts = await _parts(db, [h.key for h in found], agent_id=reader.agent_id)
+    events = await events_by_id(db, {p.event_id for p in parts.values()}, agent_id=reader.agent_id)
     return await _hits(db, events, [(parts[h.key].event_id, parts[h.key], h.score) for h in found])
 
 
@@ -190,10 +190,16 @@ async def _read_whole(
     return await _hits(db, found, [(e.id, None, None) for e in chosen])
 
 
-async def _parts(db: AsyncSession, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, HistoryPart]:
+async def _parts(
+    db: AsyncSession, ids: Sequence[uuid.UUID], *, agent_id: uuid.UUID
+) -> dict[uuid.UUID, HistoryPart]:
     if not ids:
         return {}
-    rows = await db.scalars(select(HistoryPart).where(col(HistoryPart.id).in_(ids)))
+    rows = await db.scalars(
+        select(HistoryPart).where(
+            col(HistoryPart.agent_id) == agent_id, col(HistoryPart.id).in_(ids)
+        )
+    )
     return {p.id: p for p in rows.all()}
 
 
@@ -209,10 +215,13 @@ async def _hits(
     return [HistoryHit(shown[e], part, score, details[e]) for e, part, score in found if e in shown]
 
 
-async def load_hits(db: AsyncSession, stored: Sequence[dict[str, Any]]) -> list[HistoryHit]:
-    """The hits of a stored search output (an idempotent replay reloads them)."""
-    events = await events_by_id(db, {uuid.UUID(h["event"]) for h in stored})
-    parts = await _parts(db, [uuid.UUID(h["part"]) for h in stored if h["part"]])
+async def load_hits(
+    db: AsyncSession, stored: Sequence[dict[str, Any]], *, agent_id: uuid.UUID
+) -> list[HistoryHit]:
+    """The hits of a stored search output of ``agent_id`` (an idempotent replay reloads
+    them)."""
+    events = await events_by_id(db, {uuid.UUID(h["event"]) for h in stored}, agent_id=agent_id)
+    parts = await _parts(db, [uuid.UUID(h["part"]) for h in stored if h["part"]], agent_id=agent_id)
     found = [
         (uuid.UUID(h["event"]), parts.get(uuid.UUID(h["part"])) if h["part"] else None, h["score"])
         for h in stored

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.errors import ConflictError, NotFoundError
 from server.models import MemoryDeletion, MemoryRecord, MemoryVersion
@@ -53,14 +55,19 @@ async def delete_record(
     version = MemoryVersion(
         record_id=record.id,
         agent_id=record.agent_id,
-        number=await next_version_number(db, record.id),
+        number=await next_version_number(db, record.id, agent_id=record.agent_id),
         status="DELETED",
         deletion_id=deletion.id,
         **{key: getattr(current, key) for key in VERSION_TEXT},
     )
     db.add(version)
     await db.flush()
-    record.status = "DELETED"
-    record.current_version_id = version.id
-    await db.flush()
-    return record
+    deleted = await db.scalar(
+        update(MemoryRecord)
+        .where(col(MemoryRecord.id) == record.id, col(MemoryRecord.agent_id) == record.agent_id)
+        .values(status="DELETED", current_version_id=version.id)
+        .returning(MemoryRecord)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert deleted is not None
+    return deleted

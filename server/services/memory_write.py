@@ -18,6 +18,7 @@ from server.services.memory_versions import MemoryItem, change_status, new_versi
 from server.services.pins import check_pin_budget
 from server.services.tools import CallRef
 from server.services.turn_scope import TurnScope
+from server.storage.owners import remember
 
 
 def _scope_for(scope: TurnScope, requested: str | None) -> str:
@@ -121,8 +122,6 @@ async def write_record(
         replaces_id=replaces,
         turn_id=ts.turn.id,
     )
-    db.add(record)
-    await db.flush()
     version = new_version(
         ts,
         execution,
@@ -136,10 +135,14 @@ async def write_record(
         labels=fields.labels,
         embedding=embedded,
     )
+    # the record names its first version as it is written: no UPDATE after
+    record.current_version_id = version.id
+    db.add(record)
+    await db.flush()
     db.add(version)
     await db.flush()
-    record.current_version_id = version.id
-    await db.flush()
+    remember(db, record.id, record.agent_id)
+    remember(db, version.id, record.agent_id)
     items = [MemoryItem(record=record, version=version)]
     if old is not None and (old[0].preview or not ts.turn.preview):
         items.append(
@@ -178,11 +181,10 @@ async def delete_record(
         replaces_id=record.id,
         turn_id=ts.turn.id,
     )
+    new = new_version(ts, execution, ref, record=marker, number=1, status="DELETED", like=version)
+    marker.current_version_id = new.id
     db.add(marker)
     await db.flush()
-    new = new_version(ts, execution, ref, record=marker, number=1, status="DELETED", like=version)
     db.add(new)
-    await db.flush()
-    marker.current_version_id = new.id
     await db.flush()
     return MemoryItem(record=marker, version=new)

@@ -13,6 +13,7 @@ from sqlmodel import col
 from server.models import Execution, TranscriptEvent, Turn, table
 from server.models._columns import CHANGED_AT
 from server.storage.built import built_once
+from server.storage.owners import remember
 
 AS_WRITTEN = {"dml_strategy": "orm"}
 """Execution options of an ORM INSERT or UPDATE built once and run with parameters:
@@ -135,6 +136,7 @@ async def start_execution(
         values["input"] = input
     execution: Execution | None = await db.scalar(_start(), values)
     assert execution is not None
+    remember(db, execution.id, execution.agent_id)
     return execution
 
 

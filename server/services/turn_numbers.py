@@ -35,14 +35,18 @@ async def turn_number(
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
             continue
-        original = await db.scalar(select(Turn).where(col(Turn.id) == ref, same_place))
+        original = await db.scalar(
+            select(Turn).where(col(Turn.agent_id) == agent.id, col(Turn.id) == ref, same_place)
+        )
         if original is None:
             raise NotFoundError(f"no turn {ref} in this session", field=what)
         if what == "retryOf":
             if original.status != "failed":
                 raise ConflictError("only a failed turn can be retried", field=what)
             retried = await db.scalar(
-                select(col(Turn.id)).where(col(Turn.retry_of_id) == original.id)
+                select(col(Turn.id)).where(
+                    col(Turn.agent_id) == agent.id, col(Turn.retry_of_id) == original.id
+                )
             )
             if retried is not None:
                 raise ConflictError("this attempt was already retried", field=what)

@@ -188,8 +188,7 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
         },
     )
     if closed is None:
-        turn = await get(db, Turn, turn_id)
-        await db.refresh(turn)
+        turn = await get(db, Turn, turn_id, fresh=True)
         raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
     await db.execute(_ending(status == "committed"), {"turn": turn_id, "agent": agent_id})
     return closed

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import bindparam, select
@@ -91,6 +92,23 @@ async def by_agent(db: AsyncSession, model: Any, row_id: uuid.UUID) -> list[Any]
 def of_agent(model: Any, agent_id: uuid.UUID | None) -> list[Any]:
     """``Session.get``'s options that name the agent (known) of the row it reads."""
     return [with_loader_criteria(model, model.agent_id == agent_id)]
+
+
+def kept(db: AsyncSession, row_id: uuid.UUID) -> uuid.UUID | None:
+    """The agent of row ``row_id`` if it is kept (no statement)."""
+    return _owners(db).get(row_id)
+
+
+def kept_agents(db: AsyncSession, model: Any, keys: Iterable[uuid.UUID]) -> list[Any]:
+    """The condition that names the agents of the rows ``keys`` name (their own ids, or
+    their parents'), when every one of them is kept: a batch of one agent's rows then
+    runs on that agent's shard. Nothing when one is not, or for a global table."""
+    if "agent_id" not in model.__table__.c or model.__tablename__ in GLOBAL_TABLES:
+        return []
+    agents = {kept(db, key) for key in keys}
+    if None in agents:
+        return []
+    return [model.agent_id.in_(sorted(a for a in agents if a is not None))]
 
 
 def remember(db: AsyncSession, row_id: uuid.UUID, agent_id: uuid.UUID) -> None:

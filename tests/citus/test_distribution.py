@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -18,8 +18,13 @@ from sqlalchemy.engine import URL
 
 from server import migrate
 from server.citus.layout import GLOBAL_TABLES
+from server.database import Database
+from server.embedding import Embedder
+from server.settings import Settings
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user
-from tests.api.scenario import Scenario, memory_config
+from tests.api.review_scenario import ReviewScenario, decide
+from tests.api.scenario import DELETE, FAIL, HELPER, INVOKE, Scenario, memory_config
+from tests.api.test_recall import RECALL
 from tests.conftest import Api
 
 SEARCH_MEMORY = """
@@ -67,22 +72,24 @@ def test_every_table_is_distributed_by_agent_or_on_every_node(engine: Engine) ->
 
 def test_migrate_citus_again_places_nothing(database_url: URL, engine: Engine) -> None:
     before = _placement(engine)
-    migrate.upgrade(database_url, citus=True)
+    migrate.upgrade(database_url)
     assert migrate.distribute(database_url) == []
     assert _placement(engine) == before
 
 
 def test_a_later_migrations_table_is_placed_as_it_is_created(citus_cluster: Any) -> None:
-    """A database placed at 0007, then upgraded under --citus: migration 0008 creates
+    """A database placed at 0007, then upgraded: migration 0008 creates
     ``memory_reviews`` with foreign keys to turns, sessions and executions, which Citus
     takes only between distributed tables and only with the agent in them."""
     name = f"agent_memory_upgrade_{uuid.uuid4().hex[:8]}"
     url = citus_cluster.create_database(name, migrate=False)
     engine = create_engine(url)
     try:
-        migrate.upgrade(url, "0007", citus=True)
+        migrate.upgrade(url, "0007")
+        assert not migrate.on_citus(url)
         assert "memory_versions" in migrate.distribute(url)
-        migrate.upgrade(url, citus=True)
+        assert migrate.on_citus(url)
+        migrate.upgrade(url)
         placed = _placement(engine)
         assert placed["memory_reviews"][:2] == ("h", "agent_id")
         assert placed["memory_reviews"][2] == placed["turns"][2]
@@ -193,3 +200,61 @@ async def test_a_searchs_scan_settings_reach_the_agents_shard(api: Api) -> None:
             )
         ).one()
     assert tuple(on_shard) == ("off", "123")
+
+
+@pytest.fixture
+async def strict_api(citus_cluster: Any, schema: Any, embedder: Embedder) -> AsyncIterator[Api]:
+    """The API on a database of its own where a statement Citus would split into tasks on
+    several shards is refused (citus.multi_task_query_log_level = error)."""
+    name = f"agent_memory_strict_{uuid.uuid4().hex[:8]}"
+    url = citus_cluster.create_database(name)
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'ALTER DATABASE "{name}" SET citus.multi_task_query_log_level = error'))
+    engine.dispose()
+    settings = Settings(database_url=url.render_as_string(hide_password=False), dev=True)
+    database = Database(settings)
+    await database.connect()
+    try:
+        yield Api(schema=schema, database=database, embedder=embedder, settings=settings)
+    finally:
+        await database.dispose()
+        citus_cluster.drop_database(name)
+
+
+async def test_a_runtimes_calls_each_run_on_the_agents_shard(strict_api: Api) -> None:
+    """R10: every statement of an agent's turns, tool calls, reviews and commits names the
+    agent, so Citus runs each on that agent's shard alone: none is split across shards
+    (refused here), however many agents the cluster holds."""
+    api = strict_api
+    s = ReviewScenario(api)
+    await s.agent(history_config(read=["session", "agent"], write=["session", "agent"], pinned=200))
+    session = await s.session()
+    turn = await s.turn(session)
+    await s.record(turn, user("Where do the invoices go?"), agent("To accounts."))
+    kept = await s.add_id(turn, "Invoices go to accounts", scope="AGENT", pinned=True)
+    gone = await s.add_id(turn, "The customer prefers phone calls")
+    await s.commit(turn)
+    turn = await s.turn(session)
+    data = await api.ok(SEARCH_MEMORY, turn=turn, q="where do invoices go")
+    assert data["searchMemory"]["results"][0]["version"]["summary"] == "Invoices go to accounts"
+    assert await s.can_read(turn, kept)
+    recalled = await api.ok(RECALL, turn=turn, work="where do the invoices go")
+    assert recalled["recall"]["recorded"]
+    helper = (await api.ok(HELPER, turn=turn, kind="HELPER"))["startExecution"]["execution"]
+    await api.ok(INVOKE, execution=helper["id"], purpose="TURN")
+    await s.add(turn, "The customer prefers email", replaces=gone)
+    found = await s.results(turn, "where do the invoices go")
+    assert any("To accounts." in r["text"] for r in found), found
+    await s.record(turn, user("Email them, please"), agent("Done."))
+    await s.commit(turn)
+    turn = await s.turn(session)
+    await s.record(turn, user("Orders ship on Mondays"), agent("Noted."))
+    await s.reviewed(turn, decide("ADD", "Orders ship on Mondays"))
+    await api.ok(DELETE, turn=turn, id=kept)
+    await s.commit(turn)
+    failed = await s.turn(session)
+    await s.add(failed, "A fact that fails with its turn")
+    await api.ok(FAIL, turn=failed)
+    retry = await s.turn(session, retryOf=failed)
+    await s.rollback(retry)

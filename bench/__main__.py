@@ -20,6 +20,7 @@ BENCHES: dict[str, str] = {
     "history-ingest": "bench.history_ingest",
     "locomo-history": "bench.locomo_history",
     "review": "bench.review",
+    "citus": "bench.citus",
 }
 
 

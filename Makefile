@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 AGENT_MEMORY_DEV ?= 1
 
-.PHONY: install run test check fmt schema schema-check client codegen-tools browser bench clean \
+.PHONY: install run test check fmt schema schema-check client codegen-tools browser screenshots bench clean \
 	citus test-citus
 
 $(STAMP): pyproject.toml
@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml
 	# the CPU build of torch first, so that sentence-transformers does not pull a CUDA one
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
+	# pyright's npm package, fetched once here rather than by the first test that needs it
+	$(VENV)/bin/pyright --version >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -37,6 +39,10 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
 	  || echo "chromium is missing and cannot be installed here: tests/browser will be skipped"
+
+# the dashboard's screenshots in docs/screenshots, taken by the browser tests
+screenshots: install codegen-tools browser
+	AGENT_MEMORY_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/browser -q
 
 run: install
 	AGENT_MEMORY_DEV=$(AGENT_MEMORY_DEV) $(VENV)/bin/agent-memory serve

@@ -19,7 +19,10 @@ BENCHES: dict[str, str] = {
     "locomo": "bench.locomo",
     "history-ingest": "bench.history_ingest",
     "locomo-history": "bench.locomo_history",
+    "history-search": "bench.history_search",
     "review": "bench.review",
+    "trace": "bench.trace",
+    "keywords": "bench.keywords",
     "citus": "bench.citus",
 }
 

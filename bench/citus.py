@@ -7,11 +7,11 @@ settings; the single node is plain PostgreSQL (Citus not loaded). All of them, a
 process, share one machine, so the cluster cannot be faster here: what it shows is the
 price of the coordinator on each call, next to the same call on one node.
 
-- **searchMemory**, in process (the service: the ``SET LOCAL`` of the scan settings, the
-  one ranking statement, the rows; the query's embedding excluded), many agents, each
+- **searchMemory**, in process (the service: the one ranking statement, which carries its
+  own index settings, and the rows; the query's embedding excluded), many agents, each
   query on one agent, one node and the cluster timed side by side, query by query;
-- **the ranking statement alone** (psycopg, in a transaction with the same ``SET
-  LOCAL``): on one node, and through the coordinator, which plans it as a router query
+- **the ranking statement alone** (psycopg, in a transaction): on one node, and through
+  the coordinator, which plans it as a router query
   (one task, on the agent's shard: checked with EXPLAIN) and sends it to a worker. The
   difference is what a search pays for the coordinator;
 - **turns/s**: concurrent agents, each running turns as a runtime does (begin, one
@@ -36,10 +36,8 @@ from bench import common
 from server.citus.build import home, installed
 from server.citus.local import LocalCluster
 from server.database import Database
-from server.domain.ranking_presets import DEFAULT_PRESET
 from server.embedding import Embedder
 from server.services import commit, memory, memory_ranking, tools, turns
-from server.storage.hybrid_run import scan_settings
 
 # Each node: the settings the embedded server takes on a small machine (server/embedded.py).
 NODE_SETTINGS = {
@@ -197,15 +195,12 @@ def _sql(owner: common.Owner, q: tuple[str, list[float]]) -> tuple[str, dict[str
     return str(compiled), params
 
 
-_SET = "; ".join(f"SET LOCAL {k} = {v}" for k, v in scan_settings(10, DEFAULT_PRESET).items())
-
-
 async def _statements(
     sides: dict[str, Any], queries: list[tuple[str, list[float]]]
 ) -> tuple[common.Timings, common.Timings]:
     """The ranking statement alone (psycopg, not prepared), each query on one node and
-    through the coordinator in alternating order; each in a transaction under the scan
-    settings, as the service runs it. Only the statement is timed."""
+    through the coordinator in alternating order; each in a transaction, as the service
+    runs it. Only the statement is timed."""
     conns = {
         name: await psycopg.AsyncConnection.connect(common.dsn(sides[name]["db"].url))
         for name in ("single", "cluster")
@@ -218,7 +213,6 @@ async def _statements(
                 owners = sides[name]["owners"]
                 sql, params = _sql(owners[i % len(owners)], q)
                 conn = conns[name]
-                await conn.execute(_SET)
                 start = time.perf_counter()
                 cur = await conn.execute(sql, params, prepare=False)
                 assert await cur.fetchall()

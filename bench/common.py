@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import random
 import statistics
 import struct
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -337,6 +341,9 @@ _INDEXES = {
     " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
     "ix_memory_versions_agent_tsv": "CREATE INDEX ix_memory_versions_agent_tsv"
     " ON memory_versions USING gin (agent_id, search_tsv)",
+    "ix_memory_versions_agent_bits": "CREATE INDEX ix_memory_versions_agent_bits"
+    " ON memory_versions (agent_id)"
+    " INCLUDE (id, record_id, search_scope, session_id, kind, embedding_bits)",
 }
 
 
@@ -364,6 +371,7 @@ def build_search_indexes(conn: psycopg.Connection[Any]) -> float:
             conn.execute(ddl)
     conn.execute("VACUUM ANALYZE memory_records")
     conn.execute("VACUUM ANALYZE memory_versions")
+    conn.execute("VACUUM ANALYZE memory_postings")
     return time.perf_counter() - start
 
 
@@ -457,3 +465,35 @@ def bulk_records(
 
 def run_async(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+# -- another checkout, measured in the same run ---------------------------------------------
+
+BASELINE_TREE = "BENCH_BASELINE_TREE"
+_RUNNER = Path(__file__).with_name("tree_runner.py")
+
+
+def baseline_tree() -> Path | None:
+    """The checkout named by ``BENCH_BASELINE_TREE`` (``git archive <commit> | tar -x -C
+    <dir>``), measured beside this one; None when unset."""
+    value = os.environ.get(BASELINE_TREE)
+    return Path(value) if value else None
+
+
+def timed_in_tree(tree: Path | None, job: dict[str, Any]) -> dict[str, list[float]]:
+    """Run :mod:`bench.tree_runner`'s ``job`` with the code of ``tree`` (None: this
+    checkout) in a process of its own; its timings (seconds) by name."""
+    root = tree or Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNNER.read_text()],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{root}: {done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))

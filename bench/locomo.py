@@ -11,7 +11,11 @@ are split on ``[;\\s]+`` and normalised, and ids that name no turn are dropped.
 Compared: this server's search in ``hybrid``, ``vector`` and ``lexical`` mode
 (min_score -1, so every mode may fill its ten places), Mem0 OSS (pgvector,
 ``infer=False``) and LangGraph's PostgresStore (index), all with the same model
-and the same vectors (computed once and handed to each).
+and the same vectors (computed once and handed to each). The server searches as
+the agent does (its own turn: the keyword candidates come from the BM25 postings,
+bounded by the pool); ``hybrid_every`` and ``lexical_every`` search as a dashboard
+does (an API reader: every keyword match is scored), which shows what the bound
+costs in recall.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from server.services import memory_ranking
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 MODES = ("hybrid", "vector", "lexical")
+# the same searches by an API reader, whose keyword leg scores every match
+EVERY = ("hybrid_every", "lexical_every")
 KS = (5, 10)
 
 
@@ -93,7 +99,7 @@ async def ours(
     url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
 ) -> dict[str, list[list[str]]]:
     db = await common.connect(url)
-    found: dict[str, list[list[str]]] = {m: [] for m in MODES}
+    found: dict[str, list[list[str]]] = {m: [] for m in (*MODES, *EVERY)}
     pg_epoch = datetime(2000, 1, 1, tzinfo=UTC).timestamp()
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
         owners = []
@@ -115,22 +121,23 @@ async def ours(
             owners.append((owner, {r: t["dia_id"] for r, t in zip(ids, c["turns"], strict=True)}))
         conn.execute("VACUUM ANALYZE memory_versions")
     for c, (owner, dia) in zip(convs, owners, strict=True):
-        reader = Reader.for_api(agent_id=owner.agent_id)
+        agent, api = owner.reader(), Reader.for_api(agent_id=owner.agent_id)
         for q in c["questions"]:
-            for mode in MODES:
+            for name in (*MODES, *EVERY):
+                mode = name.removesuffix("_every")
                 async with db.session() as s:
                     items = await memory_ranking.ranked(
                         s,
-                        reader,
+                        api if name in EVERY else agent,
                         memory_ranking.MemoryQuery(
                             q["question"],
                             None if mode == "lexical" else vec[q["question"]],
-                            mode=mode,
+                            mode=mode,  # type: ignore[arg-type]
                             min_score=-1.0,
                             limit=max(KS),
                         ),
                     )
-                found[mode].append([dia[i.record.id] for i in items])
+                found[name].append([dia[i.record.id] for i in items])
     await db.dispose()
     return found
 
@@ -212,7 +219,7 @@ def run(quick: bool) -> dict[str, Any]:
     for name, found in results.items():
         r = {f"recall@{k}": recall(found, qs, k) for k in KS}
         figures[name] = r
-        label = f"agent-memory {name}" if name in MODES else name
+        label = f"agent-memory {name}" if name in (*MODES, *EVERY) else name
         rows.append((label, r["recall@5"], r["recall@10"]))
     common.table(
         f"LoCoMo retrieval, {len(convs)} conversations, {len(qs)} questions (recall, %)",

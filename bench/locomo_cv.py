@@ -4,14 +4,16 @@ leave-one-conversation-out over the LoCoMo conversations (R62).
 The conversations are kept once, as ``bench locomo-history`` keeps them (one
 session each, one turn per LoCoMo session, dated as that session was: the
 parts' and events' ``created_at`` are set to the session's date and time). Then
-each question's signals are read once from the database, with pools wider than
-any the grid tries: every part's cosine (pgvector's own), which of the query's
-keywords it holds (``@@``, PostgreSQL's own), and the keyword matches ranked by
-``ts_rank_cd`` for each common-word cut the grid tries. A ranking is then
-replayed in Python (:class:`Signals`, the formula of
-:func:`server.domain.ranking.rank_in_context` over numpy arrays), so a grid of
-thousands of constant sets costs seconds; the replay is checked against the
-server's SQL (``rank_parts``) on a sample of questions before anything is scored.
+each question's signals are read once from the database: every part's cosine
+(pgvector's own) and every part's lexemes with their counts (its ``search_tsv``,
+PostgreSQL's own), and the query's lexemes. A ranking is then replayed in Python
+(:class:`Signals`: BM25 by :mod:`server.domain.bm25`, each part's score and each
+term's postings best first, the keyword candidates as
+:func:`server.storage.bm25.bounded` finds them for each common-word cut and pool
+the grid tries, and the formula of :func:`server.domain.ranking.rank_in_context`
+over numpy arrays), so a grid of thousands of constant sets costs seconds; the
+replay is checked against the server's SQL (``rank_parts``) on a sample of
+questions before anything is scored.
 
 For each fold, every constant set of :data:`GRID` is scored on four
 conversations (recall@10 over their questions pooled), the best is taken, and
@@ -24,7 +26,6 @@ SQL's ranking, replayed.
 from __future__ import annotations
 
 import itertools
-import re
 import statistics
 import time
 import uuid
@@ -50,6 +51,8 @@ from bench.locomo_history import (
     new_agent,
     server,
 )
+from server.domain import bm25
+from server.domain import history as rules
 from server.domain.ranking import Mode
 
 K = 10
@@ -62,7 +65,7 @@ class Constants:
     """One point of the grid: every constant of the history ranking."""
 
     pool: int = 40  # candidates each signal contributes (limit 10: max(4 * 10, pool))
-    common_share: float = 0.05  # the common-word cut
+    common_share: float | None = 0.05  # the common-word cut (None: every word finds)
     min_score: float = 0.3  # least cosine of a candidate found by meaning alone
     cosine_share: float = 0.6
     context_share: float = 0.3  # of the lead the part before has
@@ -73,9 +76,11 @@ class Constants:
     date_turns: bool = False  # the turns of date-matched parts join the candidates
     repeat_cost: float = 0.0  # the n-th part of a turn in the ranking loses n - 1 times this
     reach_share: float = 0.0  # of the lead the parts two before and two after have
+    bm25_k1: float = bm25.BM25.k1  # BM25's saturation and length normalisation
+    bm25_b: float = bm25.BM25.b  # (replayed: the server's are in the postings)
 
     def short(self) -> str:
-        return " ".join(f"{k}={v:g}" for k, v in vars(self).items())
+        return " ".join(f"{k}={v if v is None else format(v, 'g')}" for k, v in vars(self).items())
 
 
 # The constants before leave-one-out chose them (issue 17), each chosen on all five.
@@ -84,12 +89,10 @@ BASELINE = Constants()
 
 def server_constants() -> Constants:
     """The server's own constants (server.domain.history), at limit 10."""
-    from server.domain import history as rules
-
     c = rules.CONTEXT
     return Constants(
         pool=rules.PRESET.pool_size(K),
-        common_share=rules.COMMON_WORD_SHARE,
+        common_share=rules.PRESET.seeking.common_share,
         min_score=rules.MIN_SCORE,
         cosine_share=c.cosine_share,
         context_share=c.context_share,
@@ -101,7 +104,7 @@ def server_constants() -> Constants:
 
 SERVER = server_constants()
 
-GRID: dict[str, tuple[float, ...]] = {
+GRID: dict[str, tuple[float | None, ...]] = {
     "pool": (20, 40, 60),
     "common_share": (0.03, 0.05, 0.08),
     "cosine_share": (0.4, 0.5, 0.6, 0.7, 0.8),
@@ -110,7 +113,7 @@ GRID: dict[str, tuple[float, ...]] = {
 }
 
 
-def grid(axes: dict[str, tuple[float, ...]], base: Constants = BASELINE) -> list[Constants]:
+def grid(axes: dict[str, tuple[float | None, ...]], base: Constants = BASELINE) -> list[Constants]:
     names = list(axes)
     return [
         replace(base, **dict(zip(names, values, strict=True)))
@@ -134,7 +137,11 @@ class Parts:
     next: np.ndarray
     starts: np.ndarray  # index where each turn begins
     embedding: np.ndarray  # unit vectors, one row a part
-    lexemes: list[frozenset[str]]  # of each part's tsvector
+    terms: list[dict[str, int]]  # each part's lexemes and how often it holds each
+
+    @property
+    def lengths(self) -> list[int]:
+        return [sum(t.values()) for t in self.terms]
 
     @property
     def n(self) -> int:
@@ -151,19 +158,61 @@ class Signals:
     query: str
     parts: Parts
     cosine: np.ndarray
-    keyword_weight: np.ndarray  # summed IDF of the query's words each part holds
-    lexical: dict[str, tuple[np.ndarray, np.ndarray]]  # keyword text -> (indices, ts_rank_cd)
-    texts: dict[float, str]  # common-word share -> keyword text
+    weights: dict[str, float]  # the query's terms and their idf among the session's parts
+    dfs: dict[str, int]  # the query's terms: how many parts hold each
+    web: np.ndarray | None = None  # web-search syntax: the parts the query matches
     periods: list[tuple[float, float]] = field(default_factory=list)  # epoch [start, end)
     vector: np.ndarray | None = None
+    _lists: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
+    _scored: dict[tuple[float, float], tuple[np.ndarray, dict[str, np.ndarray]]] = field(
+        default_factory=dict
+    )
+
+    def keywords(self, c: Constants) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Each part's BM25 score under ``c``'s constants (0: it holds no query term), and
+        each term's postings best first (impact, then newer, then key)."""
+        key = (c.bm25_k1, c.bm25_b)
+        if key not in self._scored:
+            p = bm25.Bm25(k1=c.bm25_k1, b=c.bm25_b, avgdl=bm25.BM25.avgdl)
+            lengths = self.parts.lengths
+            held = zip(self.parts.terms, lengths, strict=True)
+            scored = [bm25.score(t, dl, self.weights, p) for t, dl in held]
+            weight = np.array([0.0 if x is None else x for x in scored])
+            postings = {}
+            for term in self.weights:
+                holding = [i for i, t in enumerate(self.parts.terms) if term in t]
+                holding.sort(
+                    key=lambda i, term=term: (
+                        -bm25.impact(self.parts.terms[i][term], lengths[i], p),
+                        self.parts.tiebreak[i],
+                    )
+                )
+                postings[term] = np.array(holding, dtype=np.int64)
+            self._scored[key] = (weight, postings)
+        return self._scored[key]
 
     def vector_list(self, c: Constants, limit: int) -> np.ndarray:
         order = np.lexsort((self.parts.tiebreak, -self.cosine))[:limit]
         return order[self.cosine[order] >= c.min_score]
 
     def lexical_list(self, c: Constants, limit: int) -> np.ndarray:
-        idx, rank = self.lexical[self.texts[c.common_share]]
-        return idx[:limit][rank[:limit] > 0]
+        """The keyword candidates best first, as the SQL finds them with pool ``c.pool``:
+        each finding term's first postings (:func:`server.domain.bm25.depths`; for
+        web-search syntax, every part the query matches), by score, newer, key; the first
+        ``limit``."""
+        key = (c.common_share, c.pool, c.bm25_k1, c.bm25_b)
+        if key not in self._lists:
+            weight, postings = self.keywords(c)
+            if self.web is not None:
+                found = self.web[weight[self.web] > 0]
+            else:
+                seeking = replace(rules.PRESET.seeking, common_share=c.common_share)
+                reads = bm25.depths(self.dfs, self.parts.n, seeking, c.pool)
+                lists = [postings[t][:depth] for t, depth in reads.items()]
+                found = np.unique(np.concatenate(lists)) if lists else np.array([], dtype=int)
+            order = np.lexsort((self.parts.tiebreak[found], -weight[found]))
+            self._lists[key] = found[order][: c.pool]
+        return self._lists[key][:limit]
 
     def candidates(self, c: Constants) -> np.ndarray:
         """Indices of the parts of the candidates' turns (and of date-matched parts)."""
@@ -211,7 +260,7 @@ class Signals:
         for c in configs:
             key = (c.context_share, c.next_share, c.reach_share)
             if key not in scaled:
-                cs, ls = near(self.cosine, *key), near(self.keyword_weight, *key)
+                cs, ls = near(self.cosine, *key), near(self.keywords(configs[0])[0], *key)
                 low, spread, top = cs.min(), cs.max() - cs.min(), ls.max()
                 scaled[key] = (
                     (cs - low) / spread if spread else np.zeros(len(sub)),
@@ -258,7 +307,7 @@ class Signals:
 
 
 async def _parts(srv: Server, loaded: Loaded, reader: Any) -> Parts:
-    from sqlalchemy import Text, cast, select
+    from sqlalchemy import select, text
     from sqlmodel import col
 
     from server.models import HistoryEvent, HistoryPart
@@ -274,17 +323,29 @@ async def _parts(srv: Server, loaded: Loaded, reader: Any) -> Parts:
                     HistoryPart.part,
                     HistoryPart.created_at,
                     HistoryPart.embedding,
-                    cast(HistoryPart.search_tsv, Text),
                 )
                 .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
                 .where(history_condition(reader))
                 .order_by(HistoryPart.turn_number, HistoryEvent.sequence, HistoryPart.part)
             )
         ).all()
+        lexemes = (
+            await db.execute(
+                text(
+                    "SELECT p.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)"
+                    " FROM history_parts p, unnest(p.search_tsv) u"
+                    " WHERE p.session_id = :s AND p.turn_number < :t"
+                ),
+                {"s": loaded.session_id, "t": reader.turn_number},
+            )
+        ).all()
+    held: dict[uuid.UUID, dict[str, int]] = {}
+    for part, lexeme, tf in lexemes:
+        held.setdefault(part, {})[lexeme] = tf
     n = len(rows)
     turn = np.array([r[1] for r in rows])
     created = np.array([r[4].timestamp() for r in rows])
-    by_tie = sorted(range(n), key=lambda i: (-created[i], str(rows[i][0])))
+    by_tie = sorted(range(n), key=lambda i: (-created[i], rows[i][0].bytes))
     tiebreak = np.empty(n, dtype=np.int64)
     tiebreak[by_tie] = np.arange(n)
     same_prev = np.r_[False, turn[1:] == turn[:-1]]
@@ -300,7 +361,7 @@ async def _parts(srv: Server, loaded: Loaded, reader: Any) -> Parts:
         next=np.where(same_next, idx + 1, -1),
         starts=np.flatnonzero(~same_prev),
         embedding=_unit(np.array([np.asarray(r[5], dtype=np.float64) for r in rows])),
-        lexemes=[frozenset(re.findall(r"'((?:[^']|'')+)'", r[6] or "")) for r in rows],
+        terms=[held.get(r[0], {}) for r in rows],
     )
 
 
@@ -308,67 +369,46 @@ def _unit(m: np.ndarray) -> np.ndarray:
     return np.asarray(m / np.linalg.norm(m, axis=-1, keepdims=True))
 
 
-async def _signals(
-    srv: Server, reader: Any, parts: Parts, conv: Conversation, shares: Sequence[float]
-) -> list[Signals]:
-    from sqlalchemy import bindparam, cast, literal_column, select
-    from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION, TSQUERY
+async def _signals(srv: Server, reader: Any, parts: Parts, conv: Conversation) -> list[Signals]:
+    from sqlalchemy import bindparam, literal_column, select
 
     from server.domain import dates
     from server.models import HistoryPart
-    from server.services.history_keywords import word_counts
+    from server.storage.bm25 import query_terms
     from server.storage.history_gate import history_condition
     from server.storage.search_terms import tsquery, uses_web_syntax
 
-    f8: DOUBLE_PRECISION[float] = DOUBLE_PRECISION()
     position = {k: i for i, k in enumerate(parts.keys)}
     out = []
     async with srv.database.session() as db:
         for q in conv.questions:
             vector = (await srv.embedder.embed_one(q.text))[0]
-            counts = await word_counts(db, reader=reader, query=q.text)
-            texts = {s: counts.keywords(q.text, share=s).text for s in shares}
-            weights = counts.keywords(q.text).weights
             qv = bindparam("q", list(vector), type_=HistoryPart.embedding.type)
-            columns: list[Any] = [
-                HistoryPart.id,
-                (literal_column("1") - HistoryPart.embedding.op("<=>", return_type=f8)(qv)),
-            ]
-            for i, (stems, _) in enumerate(weights):
-                columns.append(
-                    HistoryPart.search_tsv.op("@@")(cast(bindparam(f"s{i}", stems), TSQUERY))
+            distance = HistoryPart.embedding.op("<=>")(qv)
+            rows = (
+                await db.execute(
+                    select(HistoryPart.id, literal_column("1") - distance).where(
+                        history_condition(reader)
+                    )
                 )
-            rows = (await db.execute(select(*columns).where(history_condition(reader)))).all()
+            ).all()
             cosine = np.zeros(parts.n)
-            kw = np.zeros(parts.n)
             for r in rows:
-                i = position[r[0]]
-                cosine[i] = r[1]
-                # summed in the weights' order, as the SQL's sum is
-                total = 0.0
-                for j, (_, w) in enumerate(weights):
-                    total += w if r[2 + j] else 0.0
-                kw[i] = total
-            if uses_web_syntax(q.text):  # ranked by ts_rank_cd as written (keywords_of)
-                texts = dict.fromkeys(shares, q.text)
-            lexical = {}
-            for text in set(texts.values()):
-                query = tsquery(text)
-                rank = cast(func_rank(HistoryPart.search_tsv, query), f8)
-                ranked = (
+                cosine[position[r[0]]] = r[1]
+            terms = await query_terms(db, q.text)
+            dfs = {t: sum(t in p for p in parts.terms) for t in terms}
+            weights = {t: bm25.idf(df, parts.n) for t, df in dfs.items()}
+            web = None
+            if uses_web_syntax(q.text):
+                matched = (
                     await db.execute(
-                        select(HistoryPart.id, rank)
-                        .where(history_condition(reader), HistoryPart.search_tsv.op("@@")(query))
-                        .order_by(rank.desc(), HistoryPart.created_at.desc(), HistoryPart.id)
+                        select(HistoryPart.id).where(
+                            history_condition(reader),
+                            HistoryPart.search_tsv.op("@@")(tsquery(q.text)),
+                        )
                     )
                 ).all()
-                lexical[text] = (
-                    np.array([position[r[0]] for r in ranked], dtype=np.int64),
-                    np.array([r[1] for r in ranked], dtype=float),
-                )
-            if uses_web_syntax(q.text):
-                kw = np.zeros(parts.n)
-                kw[lexical[q.text][0]] = lexical[q.text][1]
+                web = np.array(sorted(position[r[0]] for r in matched), dtype=np.int64)
             periods = [
                 (a.timestamp(), b.timestamp()) for a, b in dates.query_periods(q.text, now=NOW)
             ]
@@ -380,20 +420,14 @@ async def _signals(
                     q.text,
                     parts,
                     cosine,
-                    kw,
-                    lexical,
-                    texts,
+                    weights,
+                    dfs,
+                    web,
                     periods,
                     np.asarray(vector, dtype=np.float64),
                 )
             )
     return out
-
-
-def func_rank(tsv: Any, query: Any) -> Any:
-    from sqlalchemy import func
-
-    return func.ts_rank_cd(tsv, query)
 
 
 # The bench's asking turn is now; relative times in LoCoMo's questions are the speakers'.
@@ -413,10 +447,6 @@ async def keep_all(srv: Server, conversations: Sequence[Conversation]) -> list[K
     from server.domain.history import HistoryReader
 
     kept = []
-    shares = sorted(
-        {v for _, axes in experiments() for v in axes.get("common_share", ())}
-        | {BASELINE.common_share, SERVER.common_share}
-    )
     for conv in conversations:
         loaded = await keep_conversation(srv, conv, await new_agent(srv))
         await backdate(srv, conv, loaded)
@@ -428,7 +458,7 @@ async def keep_all(srv: Server, conversations: Sequence[Conversation]) -> list[K
             preview=False,
         )
         parts = await _parts(srv, loaded, reader)
-        signals = await _signals(srv, reader, parts, conv, shares)
+        signals = await _signals(srv, reader, parts, conv)
         kept.append(Kept(conv, loaded, reader, begun["id"], signals))
         print(f"kept {conv.name}: {parts.n} parts, {len(signals)} questions", flush=True)
     return kept
@@ -484,6 +514,8 @@ def _candidate_key(c: Constants) -> tuple[Any, ...]:
         c.min_score,
         c.date_share > 0 and c.date_turns,
         c.date_slack_days,
+        c.bm25_k1,
+        c.bm25_b,
     )
 
 
@@ -598,7 +630,7 @@ def report(signals: Sequence[Signals], folds: Sequence[Fold], title: str) -> dic
 
 
 # The base grid each idea is measured over, with the idea's own axis added.
-SMALL_GRID: dict[str, tuple[float, ...]] = {
+SMALL_GRID: dict[str, tuple[float | None, ...]] = {
     "pool": (20, 40),
     "common_share": (0.03, 0.05),
     "cosine_share": (0.5, 0.6, 0.7),
@@ -608,8 +640,8 @@ SMALL_GRID: dict[str, tuple[float, ...]] = {
 
 
 def experiments(
-    base: dict[str, tuple[float, ...]] = SMALL_GRID,
-) -> Iterator[tuple[str, dict[str, tuple[float, ...]]]]:
+    base: dict[str, tuple[float | None, ...]] = SMALL_GRID,
+) -> Iterator[tuple[str, dict[str, tuple[float | None, ...]]]]:
     """Each idea measured on its own: the base grid, then the base grid with one more axis."""
     yield "base", base
     yield "next part", base | {"next_share": (0.0, 0.1, 0.2, 0.3)}
@@ -628,15 +660,31 @@ def experiments(
         "parts two away",
         base | {"next_share": (0.15, 0.3), "date_share": (0.4,), "reach_share": (0.0, 0.1, 0.2)},
     )
+    # BM25's saturation and length normalisation, over the base grid with the landed ideas
+    yield (
+        BM25_CONSTANTS,
+        base
+        | {
+            "next_share": (0.3,),
+            "date_share": (0.4,),
+            "bm25_b": (0.0, 0.25, 0.5, 0.75),
+            "bm25_k1": (0.9, 1.2, 2.0, 3.0, 5.0),
+        },
+    )
     yield ACCEPTED, FINAL_GRID
+    # BM25 weighs a common word little: does it still need to find no candidates?
+    yield NO_CUT, FINAL_GRID | {"common_share": (None,)}
 
 
+NO_CUT = "every word finds candidates"
+BM25_CONSTANTS = "BM25 constants"
 # What landed (next part, dates), over a grid whose every chosen value is inside it.
 ACCEPTED = "next part + dates"
-FINAL_GRID: dict[str, tuple[float, ...]] = {
-    "pool": (15, 20, 40),
+FINAL_GRID: dict[str, tuple[float | None, ...]] = {
+    "pool": (15, 20, 40, 60),
     "common_share": (0.03, 0.05, 0.08),
-    "cosine_share": (0.4, 0.5, 0.6),
+    "cosine_share": (0.4, 0.5, 0.6, 0.7),
+    "bm25_k1": (2.0, 3.0, 5.0),
     "context_share": (0.15, 0.3, 0.45),
     "turn_share": (0.5, 0.75, 1.0),
     "next_share": (0.15, 0.3, 0.45),
@@ -660,7 +708,7 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     chosen_experiments = [
         (title, {k: v[:2] for k, v in axes.items()} if quick else axes)
         for title, axes in experiments()
-        if not quick or title in ("base", ACCEPTED)
+        if not quick or title in ("base", ACCEPTED, NO_CUT)
     ]
     for title, axes in chosen_experiments:
         t = time.perf_counter()

@@ -179,14 +179,14 @@ async def server(name: str) -> AsyncIterator[Server]:
 
 CREATE_AGENT = """mutation($ns: String!) {
   createAgent(input: {namespace: $ns, name: "locomo"}) { agent { id } } }"""
-PUBLISH = """mutation($agent: UUID!, $config: JSON!) {
+PUBLISH = """mutation($agent: ID!, $config: JSON!) {
   publishAgentVersion(input: {agentId: $agent, config: $config}) { agentVersion { id } } }"""
-SESSION = "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"
-BEGIN = "mutation($s: UUID!) { beginTurn(input: {sessionId: $s}) { turn { id number } } }"
-RECORD = """mutation($t: UUID!, $events: [ConversationEventInput!]!) {
+SESSION = "mutation($agent: ID!) { createSession(input: {agentId: $agent}) { session { id } } }"
+BEGIN = "mutation($s: ID!) { beginTurn(input: {sessionId: $s}) { turn { id number } } }"
+RECORD = """mutation($t: ID!, $events: [ConversationEventInput!]!) {
   recordEvents(input: {turnId: $t, events: $events}) { events { sequence } } }"""
-COMMIT = "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { turn { id } } }"
-SEARCH = """mutation($t: UUID!, $q: String!, $limit: Int!) {
+COMMIT = "mutation($t: ID!) { commitTurn(input: {turnId: $t}) { turn { id } } }"
+SEARCH = """mutation($t: ID!, $q: String!, $limit: Int!) {
   searchHistory(input: {turnId: $t, query: $q, limit: $limit}) {
     results { eventId turn sequence } } }"""
 

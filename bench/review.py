@@ -20,7 +20,8 @@ of the two speakers.
    were applied as SKIP (the restatements that did not pile up). With ``--quick``:
    the first eight sessions of one conversation.
 3. Cost: each review mutation's p50 through the schema, and the time a committed turn
-   takes with its review against the same turn of an agent without one.
+   takes with its review against the same turn of an agent without one; and reviews of
+   50 candidates each (``many``): compare's and apply's p50 and the statements each sends.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import event
 
 from bench import common
 from bench.locomo_history import BEGIN, COMMIT, CREATE_AGENT, PUBLISH, RECORD, SESSION, server
@@ -146,14 +148,14 @@ async def threshold(paths: list[Path], model: Any) -> dict[str, Any]:
     return figures
 
 
-BEGIN_REVIEW = """mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) {
+BEGIN_REVIEW = """mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) {
   due review { id execution { id } } } }"""
-COMPARE = """mutation($r: UUID!, $c: [MemoryCandidateInput!]!) {
+COMPARE = """mutation($r: ID!, $c: [MemoryCandidateInput!]!) {
   compareMemoryCandidates(input: {reviewId: $r, candidates: $c}) {
     candidates { restates { similarity } similar { version { recordId summary } } } } }"""
-INVOKE = """mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,
+INVOKE = """mutation($e: ID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,
   model: "scripted"}) { invocation { id } } }"""
-APPLY = """mutation($r: UUID!, $d: [MemoryDecisionInput!]!) {
+APPLY = """mutation($r: ID!, $d: [MemoryDecisionInput!]!) {
   applyMemoryReview(input: {reviewId: $r, decisions: $d}) {
     decisions { summary applied memories { recordId } } } }"""
 # Without history: a turn's commit then costs the same with and without the review.
@@ -251,11 +253,67 @@ async def replay(srv: Any, paths: list[Path], sessions: int | None = None) -> di
     }
 
 
+async def many(srv: Any, paths: list[Path], rounds: int) -> dict[str, Any]:
+    """Reviews of 50 candidates each (compare, then apply 50 ADDs, half of them edited
+    restatements of known records): each call's p50 and the statements it sends."""
+    facts_ = list(dict.fromkeys(f for p in paths[:3] for s in facts(p) for f in s))[:100]
+    known, offered = facts_[:50], facts_[50:]
+    a = (await srv.ok(CREATE_AGENT, ns=f"bench{uuid.uuid4().hex[:10]}"))["createAgent"]["agent"]
+    await srv.ok(PUBLISH, agent=a["id"], config=CONFIG)
+    session = (await srv.ok(SESSION, agent=a["id"]))["createSession"]["session"]["id"]
+    sent = [0]
+
+    def count(*_: Any) -> None:
+        sent[0] += 1
+
+    async def one(candidates: list[str]) -> tuple[float, int, float, int]:
+        turn = (await srv.ok(BEGIN, s=session))["beginTurn"]["turn"]["id"]
+        await srv.ok(RECORD, t=turn, events=[{"type": "USER_MESSAGE", "text": "about me"}])
+        begun = (await srv.ok(BEGIN_REVIEW, t=turn))["beginMemoryReview"]
+        await srv.ok(INVOKE, e=begun["review"]["execution"]["id"])
+        c = [{"summary": f, "kind": "event"} for f in candidates]
+        decisions = [{"candidate": x, "action": "ADD"} for x in c]
+        seconds: list[float] = []
+        statements: list[int] = []
+        for query, values in ((COMPARE, {"c": c}), (APPLY, {"d": decisions})):
+            sent[0] = 0
+            start = time.perf_counter()
+            await srv.ok(query, r=begun["review"]["id"], **values)
+            seconds.append(time.perf_counter() - start)
+            statements.append(sent[0])
+        await srv.ok(COMMIT, t=turn)
+        return seconds[0], statements[0], seconds[1], statements[1]
+
+    engine = srv.database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        await one(known)
+        done = []
+        for i in range(rounds):  # a different half of each kind every round
+            restated = [edited(f) for f in known[i * 5 : i * 5 + 25]]
+            done.append(await one(restated + [f"{f} ({i})" for f in offered[i * 5 : i * 5 + 25]]))
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    figures = {
+        "many_compare_p50_ms": statistics.median(d[0] for d in done) * 1000,
+        "many_compare_statements": done[-1][1],
+        "many_apply_p50_ms": statistics.median(d[2] for d in done) * 1000,
+        "many_apply_statements": done[-1][3],
+    }
+    common.table(
+        "a review of 50 candidates (compare, then apply 50 ADDs)",
+        ["figure", "value"],
+        [(k, f"{v:.1f}" if isinstance(v, float) else v) for k, v in figures.items()],
+    )
+    return figures
+
+
 async def _run(quick: bool) -> dict[str, Any]:
     paths = sorted(DATA.glob("*.json"))
     async with server(f"bench_review_{uuid.uuid4().hex[:6]}") as srv:
         # the replay first: its facts reach the model before its cache holds them
         figures = await (replay(srv, paths[:1], 8) if quick else replay(srv, paths))
+        figures.update(await many(srv, paths, 3 if quick else 5))
         figures.update(await threshold(paths, srv.embedder))  # every fact: it is cheap
     return figures
 

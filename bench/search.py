@@ -1,19 +1,23 @@
 """``bench search``: memory search latency at 10k and 100k records per agent.
 
-(a) in-process, excluding the query's embedding: the service call
-    (:func:`server.services.memory_ranking.ranked`: ``SET LOCAL`` of the scan settings,
-    the one search statement, loading the records), next to the raw SQL floor:
-    the same statement (:func:`server.services.memory_ranking.ranking_statement`, its text
-    and parameters) run directly with psycopg. Ratio = (a) / floor. The two run
-    side by side, query by query in alternating order, so that neither always finds
-    the pages the other just read.
+(a) in-process, excluding the query's embedding, at a ladder of agent sizes
+    (:mod:`bench.search_ranking`): the ranking
+    (:func:`server.services.memory_ranking.ranked`: the one search statement, loading
+    the records), hybrid and in vector mode, next to the raw SQL floor: the same
+    statement run directly with psycopg. Ratio = (a) / floor. The two run side by
+    side, query by query in alternating order, so that neither always finds the
+    pages the other just read. Also the path taken, its recall@10 against exact
+    ranking, each path's cost forced, and the ratios of the ladder.
 (b) over HTTP through uvicorn, including the query's embedding: the
     ``searchMemory`` mutation (the tool, which also records its execution,
-    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits).
+    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits),
+    beside the trivial request, the embedding alone and a whole runtime turn, with
+    the request path's targets (:mod:`bench.request_path`).
 (c) requests/s of ``searchMemory`` with concurrent clients.
 
-The full run's table holds 1M records (the measured agents and filler agents
-with 10k records each); the quick run's 50k. Records are 15 made-up words drawn
+The full run's table holds 1M records (agents of 1k, 2k, 5k, 10k, 20k, 50k and 100k
+records, and filler agents with 10k records each); the quick run's 50k (agents of
+1k and 10k). Records are 15 made-up words drawn
 Zipf-like (so a keyword is as selective as a content word of natural text);
 vectors are blends of two real sentence embeddings of the model, so they have the
 structure real memories have. Queries are five such words and a vector near the
@@ -24,29 +28,16 @@ in its own database for the next run.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 import time
 from typing import Any
 
-import httpx
 import numpy as np
 import psycopg
-from sqlalchemy import func, select
-from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
-from sqlmodel import col
 
-from bench import common
-from server.domain.ranking_presets import DEFAULT_PRESET
-from server.models import MemoryVersion
-from server.services import auth, memory_ranking, turns
-from server.storage.candidates import EXACT_BELOW
-from server.storage.hybrid_run import scan_settings
+from bench import common, request_path, search_ranking
 
 SEARCH = """
-mutation($turn: UUID!, $q: String!) {
+mutation($turn: ID!, $q: String!) {
   searchMemory(input: {turnId: $turn, query: $q, limit: 10}) {
     results { score version { id summary } }
   }
@@ -56,22 +47,26 @@ mutation($turn: UUID!, $q: String!) {
 def plan(quick: bool) -> dict[str, Any]:
     if quick:
         return {
-            "name": "bench_search_quick_v4",
-            "agents": [10_000],
+            "name": "bench_search_quick_v5",
+            "agents": [1_000, 10_000],
             "total": 50_000,
             "bases": 200,
             "queries": 60,
+            "forced": 20,
             "http": 40,
+            "turns": 20,
             "clients": 4,
             "seconds": 4.0,
         }
     return {
-        "name": "bench_search_full_v4",
-        "agents": [10_000, 100_000],
+        "name": "bench_search_full_v5",
+        "agents": [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000],
         "total": 1_000_000,
         "bases": 600,
         "queries": 200,
+        "forced": 40,
         "http": 150,
+        "turns": 60,
         "clients": 8,
         "seconds": 15.0,
     }
@@ -134,184 +129,13 @@ async def load(p: dict[str, Any]) -> dict[str, Any]:
     return {"url": url, "db": db, "owners": owners, "bases": bases, "loaded_s": loaded}
 
 
-def queries(bases: np.ndarray, n: int, seed: int) -> list[tuple[str, list[float]]]:
-    """Query texts (five words of the records' vocabulary) with vectors near the data."""
-    vocabulary = common.extra_words(20_000, seed=2)
-    texts = common.zipf_texts(n, words=5, vocabulary=vocabulary, seed=seed)
-    vectors, _ = common.blend(bases, n, seed=seed)
-    return [(t, [float(x) for x in v]) for t, v in zip(texts, vectors, strict=True)]
-
-
-async def in_process(ctx: dict[str, Any], owner: common.Owner, qs: list[Any]) -> dict[str, Any]:
-    db = ctx["db"]
-    reader = owner.reader()
-    cfg = common.MEMORY_CONFIG["harness"]["memory"]["search"]
-
-    def service(text: str, vector: list[float]) -> Any:
-        async def call() -> None:
-            async with db.session() as s:
-                found = await memory_ranking.ranked(
-                    s,
-                    reader,
-                    memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
-                )
-                assert found
-                await s.rollback()
-
-        return call
-
-    conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
-    settings = scan_settings(10, DEFAULT_PRESET)
-    for key, value in settings.items():
-        await conn.execute(f"SET {key} = '{value}'")
-
-    def raw(text: str, vector: list[float]) -> Any:
-        stmt, values = memory_ranking.ranking_statement(
-            reader,
-            memory_ranking.MemoryQuery(text, vector, "hybrid", cfg["min_score"], limit=10),
-        )
-        compiled = stmt.compile(dialect=PGDialect_psycopg())
-        sql = str(compiled)
-        params = {
-            k: "[" + ",".join(map(str, v)) + "]" if k == "q" else v
-            for k, v in compiled.construct_params(values).items()
-        }
-
-        async def call() -> None:
-            # not prepared: a generic plan of this statement is worse than a custom one
-            cur = await conn.execute(sql, params, prepare=False)
-            assert await cur.fetchall()
-
-        return call
-
-    ours, floor = await common.timed_side_by_side(
-        [service(t, v) for t, v in qs], [raw(t, v) for t, v in qs]
-    )
-    # the probe of the search's source: the agent's versions decide exact or HNSW
-    versions = select(func.count()).where(col(MemoryVersion.agent_id) == reader.agent_id)
-    async with db.session() as s:
-        small = await s.scalar(versions)
-    await conn.close()
-    return {"ours": ours, "floor": floor, "path": "exact" if small <= EXACT_BELOW else "hnsw"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def over_http(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) -> dict[str, Any]:
-    db = ctx["db"]
-    async with db.session() as s:
-        issued = await auth.create_principal(
-            s, kind="runtime", name="bench", agent_id=owner.agent_id
-        )
-        open_turns = [
-            (await turns.begin_turn(s, session_id=owner.session_id)).turn.id
-            for _ in range(p["clients"] + 1)
-        ]
-        await s.commit()
-    port = _free_port()
-    env = {
-        **os.environ,
-        "AGENT_MEMORY_DATABASE_URL": ctx["url"].render_as_string(hide_password=False),
-        "AGENT_MEMORY_PORT": str(port),
-        "AGENT_MEMORY_DEV": "0",
-        "AGENT_MEMORY_LOG_LEVEL": "warning",
-        "HF_HUB_OFFLINE": "1",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {issued.token}"}
-    vocabulary = common.extra_words(20_000, seed=2)
-    texts = iter(common.zipf_texts(20_000, words=5, vocabulary=vocabulary, seed=99))
-    try:
-        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
-            for _ in range(120):
-                try:
-                    if (await client.get("/healthz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.5)
-
-            async def one(turn: Any) -> None:
-                body = {"query": SEARCH, "variables": {"turn": str(turn), "q": next(texts)}}
-                r = await client.post("/graphql", json=body)
-                data = r.json()
-                assert r.status_code == 200 and not data.get("errors"), data
-
-            single = await common.timed([lambda: one(open_turns[0])] * p["http"])
-            done = 0
-            stop = time.perf_counter() + p["seconds"]
-
-            async def worker(turn: Any) -> None:
-                nonlocal done
-                while time.perf_counter() < stop:
-                    await one(turn)
-                    done += 1
-
-            start = time.perf_counter()
-            await asyncio.gather(*(worker(t) for t in open_turns[1:]))
-            rps = done / (time.perf_counter() - start)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return {"http": single, "rps": rps}
-
-
 async def _run(quick: bool) -> dict[str, Any]:
     p = plan(quick)
     ctx = await load(p)
     figures: dict[str, Any] = {"table_records": p["total"], "load_s": round(ctx["loaded_s"], 1)}
-    rows = []
-    for size, owner in zip(p["agents"], ctx["owners"], strict=False):
-        qs = queries(ctx["bases"], p["queries"], seed=size)
-        a = await in_process(ctx, owner, qs)
-        ratio = a["ours"].p50 / a["floor"].p50
-        rows.append(
-            (
-                f"{size:,}",
-                a["path"],
-                a["floor"].p50,
-                a["floor"].p99,
-                a["ours"].p50,
-                a["ours"].p99,
-                ratio,
-            )
-        )
-        figures[f"a_{size}"] = {
-            "path": a["path"],
-            "floor_p50_ms": a["floor"].p50,
-            "floor_p99_ms": a["floor"].p99,
-            "p50_ms": a["ours"].p50,
-            "p99_ms": a["ours"].p99,
-            "ratio_p50": ratio,
-        }
-    common.table(
-        "(a) in-process search, excluding embedding, vs the raw SQL floor (ms)",
-        ["records/agent", "path", "floor p50", "floor p99", "ours p50", "ours p99", "ratio"],
-        rows,
-    )
+    figures.update(await search_ranking.measure(ctx, p))
     owner = ctx["owners"][len(p["agents"]) - 1]
-    b = await over_http(ctx, owner, p)
-    common.table(
-        f"(b) searchMemory over HTTP incl. embedding; (c) {p['clients']} concurrent clients",
-        ["records/agent", "p50 ms", "p99 ms", "requests/s"],
-        [(f"{p['agents'][-1]:,}", b["http"].p50, b["http"].p99, b["rps"])],
-    )
-    figures["b_http"] = {
-        "records_per_agent": p["agents"][-1],
-        "p50_ms": b["http"].p50,
-        "p99_ms": b["http"].p99,
-    }
-    figures["c_rps"] = {"clients": p["clients"], "requests_per_s": b["rps"]}
+    figures.update(await request_path.measure(ctx, owner, p))
     await ctx["db"].dispose()
     return figures
 

@@ -77,12 +77,12 @@ TURNS: list[dict[str, Any]] = [
     },
 ]
 
-BEGIN_REVIEW = """mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) {
+BEGIN_REVIEW = """mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) {
   due reason instructions text review { id execution { id } } } }"""
-COMPARE = """mutation($r: UUID!, $c: [MemoryCandidateInput!]!) {
+COMPARE = """mutation($r: ID!, $c: [MemoryCandidateInput!]!) {
   compareMemoryCandidates(input: {reviewId: $r, candidates: $c}) {
     text candidates { candidate similar { version { recordId } } } } }"""
-APPLY = """mutation($r: UUID!, $d: [MemoryDecisionInput!]!, $i: UUID!) {
+APPLY = """mutation($r: ID!, $d: [MemoryDecisionInput!]!, $i: ID!) {
   applyMemoryReview(input: {reviewId: $r, decisions: $d, invocationId: $i}) {
     decisions { summary action applied recordId restates
                 memories { recordId status summary } } } }"""
@@ -136,7 +136,7 @@ def review_turn(runtime: Client, turn: str, model: ScriptedModel) -> list[dict[s
     compared = runtime(COMPARE, r=review, c=candidates)["compareMemoryCandidates"]
     reply = json.loads(model.decisions(compared["text"]))["decisions"]
     invocation = runtime(
-        "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,"
+        "mutation($e: ID!) { recordInvocation(input: {executionId: $e, purpose: MEMORY,"
         ' model: "scripted", inputTokens: 0, outputTokens: 0}) { invocation { id } } }',
         e=execution,
     )["recordInvocation"]["invocation"]["id"]
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         n=name,
     )["createAgent"]["agent"]["id"]
     admin(
-        "mutation($a: UUID!, $c: JSON!) { publishAgentVersion(input: {agentId: $a, config: $c})"
+        "mutation($a: ID!, $c: JSON!) { publishAgentVersion(input: {agentId: $a, config: $c})"
         " { agentVersion { id } } }",
         a=agent,
         c=CONFIG,
@@ -194,14 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     ).stdout.strip()
     runtime = Client(args.url, token)
     session = runtime(
-        "mutation($a: UUID!) { createSession(input: {agentId: $a}) { session { id } } }", a=agent
+        "mutation($a: ID!) { createSession(input: {agentId: $a}) { session { id } } }", a=agent
     )["createSession"]["session"]["id"]
     for n, script in enumerate(TURNS, start=1):
         turn = runtime(
-            "mutation($s: UUID!) { beginTurn(input: {sessionId: $s}) { turn { id } } }", s=session
+            "mutation($s: ID!) { beginTurn(input: {sessionId: $s}) { turn { id } } }", s=session
         )["beginTurn"]["turn"]["id"]
         runtime(
-            "mutation($t: UUID!, $e: [ConversationEventInput!]!) {"
+            "mutation($t: ID!, $e: [ConversationEventInput!]!) {"
             " recordEvents(input: {turnId: $t, events: $e}) { events { id } } }",
             t=turn,
             e=[
@@ -211,9 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"turn {n}: {script['user']}")
         report(review_turn(runtime, turn, ScriptedModel(script)))
-        runtime(
-            "mutation($t: UUID!) { commitTurn(input: {turnId: $t}) { turn { status } } }", t=turn
-        )
+        runtime("mutation($t: ID!) { commitTurn(input: {turnId: $t}) { turn { status } } }", t=turn)
     return 0
 
 

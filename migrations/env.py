@@ -8,6 +8,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 import server.citus.migrating  # noqa: F401  (the Citus forms of create_table, ...)
+from server.migrate import refuse_losses
 from server.models import metadata
 
 config = context.config
@@ -37,12 +38,14 @@ def run_migrations_online() -> None:
         context.configure(connection=connection, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()
+            refuse_losses()  # inside the one transaction: a refused downgrade changes nothing
         return
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=metadata)
         with context.begin_transaction():
             context.run_migrations()
+            refuse_losses()
 
 
 if context.is_offline_mode():

@@ -18,6 +18,7 @@ from server.database import Database
 from server.embedding import Embedder
 from server.errors import BadInputError, OutcomeUnknownError
 from server.services import idempotency
+from server.services.callers import Callers
 from server.services.chain import Caller
 from server.services.tools import CallRef
 from server.settings import Settings
@@ -35,6 +36,7 @@ class Context:
     credentials: Credentials | None = None
     response: Any = None
     deadline: Deadline | None = None
+    callers: Callers | None = None  # the server's kept callers; None: built every time
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
     decisions: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -96,9 +98,18 @@ class Context:
             )
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """End the operation's session. A transaction still open holds only reads (every
+        write commits or rolls back in its :meth:`unit`): it ends with COMMIT, which keeps
+        the connection's prepared statements, where a ROLLBACK makes the driver
+        deallocate them all (docs/scaling.md, "The request path")."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            if session.in_transaction() and session.is_active:
+                await session.commit()
+        finally:
+            await session.close()
 
 
 async def _commit(db: AsyncSession) -> None:
@@ -158,6 +169,7 @@ def make_context(
     identity: Caller | None = None,
     credentials: Credentials | None = None,
     deadline: Deadline | None = None,
+    callers: Callers | None = None,
 ) -> Context:
     return Context(
         database=database,
@@ -168,6 +180,7 @@ def make_context(
         identity=identity,
         credentials=credentials,
         deadline=deadline,
+        callers=callers,
     )
 
 

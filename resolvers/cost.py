@@ -102,10 +102,21 @@ def document_cost(
     worst = 0
     for definition in document.definitions:
         if isinstance(definition, OperationDefinitionNode):
-            cost = _Cost(fragments, variables or {}, maximum=maximum, max_page_size=max_page_size)
+            # a variable left out takes its default (`$first: Int = 100`): count that
+            given = {**_defaults(definition), **(variables or {})}
+            cost = _Cost(fragments, given, maximum=maximum, max_page_size=max_page_size)
             cost.walk(definition.selection_set, 1, frozenset())
             worst = max(worst, cost.total)
     return worst
+
+
+def _defaults(operation: OperationDefinitionNode) -> dict[str, Any]:
+    """The integer defaults of the operation's variables (the only ones that multiply)."""
+    return {
+        d.variable.name.value: int(d.default_value.value)
+        for d in operation.variable_definitions or ()
+        if isinstance(d.default_value, IntValueNode)
+    }
 
 
 def cost_limiter(settings: Settings) -> Callable[[], SchemaExtension]:

@@ -6,16 +6,19 @@ Thin resolvers over :mod:`server.services.search_api`; the grants (R71) are chec
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import uuid
 from typing import Annotated
 
 import strawberry
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info
 from resolvers.grants import readable_namespaces
-from resolvers.permissions import CanSearchMemory
 from resolvers.search import MemorySearchResultType, found_results
 from resolvers.types.base import LabelInput
+from resolvers.types.ranking import ScoreExplanationType
 from server.services import search_api
 
 AGENT_ID = "The agent whose memory to search."
@@ -25,16 +28,38 @@ KIND = "Only records of this kind."
 LABELS = "Only records with every one of these label values."
 
 
+class _Explained:
+    """The explanations of one search's results, read once, when the first is asked for."""
+
+    def __init__(self, db: AsyncSession, search: search_api.AgentSearch) -> None:
+        self.db = db
+        self.search = search
+        self.lock = asyncio.Lock()
+        self.done: list[ScoreExplanationType] | None = None
+
+    async def at(self, index: int) -> ScoreExplanationType:
+        async with self.lock:
+            if self.done is None:
+                preset = self.search.query.preset
+                self.done = [
+                    ScoreExplanationType.of(
+                        e, preset=preset.name, half_life_days=preset.recency_half_life_days
+                    )
+                    for e in await search_api.explain(self.db, self.search)
+                ]
+        return self.done[index]
+
+
 @strawberry.type
 class DashboardQuery:
     @strawberry.field(
         description="Rank an agent's active memory records by how well they match a text, "
         "best first, as the agent's own memory search would (by meaning and by words, as "
-        "its latest version configures). Reads committed records of both scopes, live or "
+        "its latest version configures), each with why it ranked where it did "
+        "(explanation). Reads committed records of both scopes, live or "
         "preview. Nothing is recorded: no turn, execution or usage. Needs the grants that "
         "read the agent's memory: SELECT on <namespace>.AgentMemory.indexes.* and on "
-        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN.",
-        permission_classes=[CanSearchMemory],
+        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN."
     )
     async def search_agent_memory(
         self,
@@ -45,8 +70,9 @@ class DashboardQuery:
         kind: Annotated[str | None, strawberry.argument(description=KIND)] = None,
         labels: Annotated[list[LabelInput] | None, strawberry.argument(description=LABELS)] = None,
     ) -> list[MemorySearchResultType] | None:
-        found = await search_api.search_agent_memory(
-            info.context.db,
+        db = info.context.db
+        search = await search_api.search_agent_memory(
+            db,
             info.context.embedder,
             agent_id=agent_id,
             query=query,
@@ -54,7 +80,11 @@ class DashboardQuery:
             kind=kind,
             labels=[(lf.name, lf.value) for lf in labels or []],
         )
-        return found_results(found)
+        results = found_results(search.hits)
+        explained = _Explained(db, search)
+        for index, result in enumerate(results):
+            result.explained = functools.partial(explained.at, index)
+        return results
 
     @strawberry.field(
         description="The namespaces that have agents and in which the caller may read "

@@ -1,6 +1,8 @@
-"""The response gate: one schema extension that checks every field, runtime-only
-mutations before they run and every object a field returns before it is sent; memory
-in it goes through :mod:`resolvers.redaction`."""
+"""The response gate: one schema extension that checks every field. A root field's
+arguments go through :mod:`resolvers.ownership` before it runs (and a mutation's
+selection through :mod:`resolvers.selection`), as do the ids a nested field's arguments
+name, anchored on the object the field is on; every object a field returns is checked
+before it is sent; memory in it goes through :mod:`resolvers.redaction`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from graphql import GraphQLResolveInfo
 from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context
-from resolvers.grants import Resource, cached_decision, caller_of, require, resource_of
+from resolvers.grants import Resource, cached_decision, caller_of, require
+from resolvers.kinds import agent_of, needs_of
+from resolvers.ownership import check_arguments, check_on, takes_ids
 from resolvers.redaction import (
     PAYLOAD_FIELDS,
     REDACTED,
@@ -21,24 +25,22 @@ from resolvers.redaction import (
     redacted,
     redacted_arguments,
 )
-from resolvers.runtime import require_agent_itself
+from resolvers.selection import require_selection
 from resolvers.types.base import MutationResult
 from server.domain.redaction import is_memory_call
 from server.errors import ForbiddenError
 
 
-def _declares_permissions(info: GraphQLResolveInfo[Any]) -> bool:
-    definition = info.parent_type.fields[info.field_name].extensions.get("strawberry-definition")
-    return bool(getattr(definition, "permission_classes", None))
-
-
 def _targets(value: Any) -> list[tuple[Resource, uuid.UUID] | None]:
+    """What reading the objects of ``value`` needs: each resource of each row's agent
+    (:mod:`resolvers.kinds`); ``None`` for a row of no kind (admins only)."""
     items = value if isinstance(value, list) else [value]
     found: list[tuple[Resource, uuid.UUID] | None] = []
     for item in items:
         row = getattr(item, "row", None)
         if row is not None and hasattr(row, "__table__"):
-            found.append(resource_of(row))
+            needs = needs_of(row)
+            found.extend([None] if needs is None else needs)
     return found
 
 
@@ -53,15 +55,9 @@ async def _checked(context: Context, value: Any, targets: list[Any]) -> Any:
     return value
 
 
-async def checked(context: Context, value: Any) -> Any:
-    """``value`` (an object a field returns) if the caller may read it, else FORBIDDEN:
-    the gate's check, for a resolver that returns objects it checks one by one
-    (``nodes``)."""
-    return await _checked(context, value, _targets(value))
-
-
 class AccessGate(SchemaExtension):
-    """Checks every field: runtime-only mutations before they run, and every object a
+    """Checks every field: a root field's arguments before it runs (runtime-only
+    mutations among them), a mutation's selection before it writes, and every object a
     field returns (queries and nested fields) before it is sent."""
 
     def resolve(
@@ -72,12 +68,16 @@ class AccessGate(SchemaExtension):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
+        field = info.parent_type.fields.get(info.field_name)  # None: __typename, __schema
+        if field is not None:
+            if info.path.prev is None:
+                return self._root(_next, root, info, args, kwargs)
+            if field.args and takes_ids(info.parent_type.name, info.field_name, field):
+                return self._nested(_next, root, info, args, kwargs)
+        return self._checked_result(_next(root, info, *args, **kwargs), root, info)
+
+    def _checked_result(self, result: Any, root: Any, info: GraphQLResolveInfo[Any]) -> Any:
         context = info.context
-        if info.parent_type.name == "Mutation":
-            if _declares_permissions(info):
-                return _next(root, info, *args, **kwargs)
-            return self._runtime_then(_next, root, info, args, kwargs)
-        result = _next(root, info, *args, **kwargs)
         if isinstance(root, MutationResult):  # the mutation's own permission checked it
             return result
         if info.field_name == "arguments" and is_memory_call(getattr(root, "name", None)):
@@ -106,14 +106,35 @@ class AccessGate(SchemaExtension):
         value = await result if isawaitable(result) else result
         return await then(value)
 
-    @staticmethod
-    async def _runtime_then(
+    async def _nested(
+        self,
         _next: Callable[..., Any],
         root: Any,
         info: GraphQLResolveInfo[Any],
         args: Any,
         kwargs: dict[str, Any],
     ) -> Any:
-        await require_agent_itself(info.context, info.field_name, kwargs.get("input"))
-        result = _next(root, info, *args, **kwargs)
-        return await result if isawaitable(result) else result
+        """A nested field whose arguments take ids: each must be of the agent of the
+        object the field is on, and readable (:func:`resolvers.ownership.check_on`)."""
+        field = info.parent_type.fields[info.field_name]
+        agent_id = agent_of(getattr(root, "row", None))
+        await check_on(info.context, agent_id, info.parent_type.name, info.field_name, field, info)
+        checked = self._checked_result(_next(root, info, *args, **kwargs), root, info)
+        return await checked if isawaitable(checked) else checked
+
+    async def _root(
+        self,
+        _next: Callable[..., Any],
+        root: Any,
+        info: GraphQLResolveInfo[Any],
+        args: Any,
+        kwargs: dict[str, Any],
+    ) -> Any:
+        acting = await check_arguments(info.context, info)
+        if info.parent_type.name == "Mutation":
+            namespace = getattr(kwargs.get("input"), "namespace", None)
+            await require_selection(info.context, info, acting, namespace)
+            result = _next(root, info, *args, **kwargs)
+            return await result if isawaitable(result) else result
+        checked = self._checked_result(_next(root, info, *args, **kwargs), root, info)
+        return await checked if isawaitable(checked) else checked

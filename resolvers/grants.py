@@ -34,17 +34,6 @@ class Resource(Enum):
     MEMORY_DELETE = "memory-delete"
 
 
-_ADMIN_ROWS = (
-    models.Principal,
-    models.Policy,
-    models.Grant,
-    models.PolicyBinding,
-    models.IdempotencyKey,
-    models.MemoryDeletion,
-)
-_MEMORY_ROWS = (models.MemoryRecord, models.MemoryVersion, models.MemoryReview)
-
-
 def caller_of(context: Any) -> Caller:
     identity = getattr(context, "identity", None)
     if identity is None:
@@ -120,21 +109,23 @@ async def require(
         raise ForbiddenError(f"not allowed: {decision.reason}")
 
 
-def resource_of(row: Any) -> tuple[Resource, uuid.UUID] | None:
-    """Which resource of which agent a row belongs to; ``None`` for admin-only rows."""
-    if isinstance(row, models.Agent):
-        return Resource.AGENT, row.id
-    if isinstance(row, models.AgentVersion):
-        return Resource.AGENT, row.agent_id
-    if isinstance(row, _MEMORY_ROWS):
-        return Resource.MEMORY, row.agent_id
-    if isinstance(row, models.OutputUse):  # memory retrieved is memory; history, the session's
-        memory = row.memory_version_id is not None
-        return (Resource.MEMORY if memory else Resource.SESSION), row.agent_id
-    agent_id = getattr(row, "agent_id", None)
-    if isinstance(agent_id, uuid.UUID) and not isinstance(row, _ADMIN_ROWS):
-        return Resource.SESSION, agent_id
-    return None
+def require_manage(context: Context, namespace: str) -> None:
+    """Creating agents and publishing versions: an admin, or INSERT on ``<ns>.Agent``."""
+    caller = caller_of(context)
+    if caller.admin:
+        return
+    decision = caller.chain.explain_all(agent_requirements(namespace, "INSERT"))
+    if not decision.allowed:
+        raise ForbiddenError(f"not allowed: an admin token or {decision.reason}")
+
+
+def decide_in(context: Context, resource: Resource, namespace: str) -> Decision:
+    """Whether the caller may read ``resource`` of an agent of ``namespace`` it is not
+    the runtime of (one not created yet: createAgent's answer)."""
+    caller = caller_of(context)
+    if resource is Resource.AGENT and caller.admin:
+        return Decision(True, None, "admins read agents")
+    return caller.chain.explain_all(_requirements(resource, namespace))
 
 
 async def readable_namespaces(context: Context, names: list[str]) -> list[str]:

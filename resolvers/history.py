@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import uuid
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info, call_ref
-from resolvers.idempotent import once, once_shown
+from resolvers.idempotent import once_shown
+from resolvers.kinds import Kind
+from resolvers.nodes import read_node
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, idempotency_key
 from resolvers.types.history import HistoryEventType, HistoryResultType
 from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
-from server.errors import NotFoundError
 from server.services import history_reads, history_record, history_search
 from server.services.lookup import get
 
@@ -150,11 +151,7 @@ class HistoryQuery:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The event's id.")],
     ) -> HistoryEventType | None:
-        row = await info.context.db.get(models.HistoryEvent, id)
-        if row is None:
-            raise NotFoundError(f"no history event with id {id}")
-        details = await history_reads.event_details(info.context.db, [row])
-        return HistoryEventType(row=row, details=details[row.id])
+        return cast(HistoryEventType, await read_node(info.context, Kind.HISTORY_EVENT, id))
 
 
 @strawberry.type
@@ -209,7 +206,7 @@ class HistoryMutation:
             SearchHistoryInput, strawberry.argument(description="The tool's arguments.")
         ],
     ) -> SearchHistoryPayload:
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[history_search.HistorySearch, dict[str, Any]]:
             found = await history_search.search_history(
                 db,
                 info.context.embedder,
@@ -218,15 +215,19 @@ class HistoryMutation:
                 ids=input.ids,
                 limit=input.limit,
             )
-            return {"execution": str(found.execution.id), "hits": [h.to_json() for h in found.hits]}
+            hits = [h.to_json() for h in found.hits]
+            return found, {"execution": str(found.execution.id), "hits": hits}
+
+        async def reload(result: dict[str, Any]) -> history_search.HistorySearch:
+            execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+            hits = await history_search.load_hits(db, result["hits"], agent_id=execution.agent_id)
+            return history_search.HistorySearch(execution=execution, hits=hits)
 
         db = info.context.db
-        result = await once(info, "searchHistory", input, run)
-        execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
-        hits = await history_search.load_hits(db, result["hits"], agent_id=execution.agent_id)
+        found, _ = await once_shown(info, "searchHistory", input, run, reload)
         return SearchHistoryPayload(
-            execution=ExecutionType(row=execution),
-            results=[HistoryResultType(hit=h) for h in hits],
+            execution=ExecutionType(row=found.execution),
+            results=[HistoryResultType(hit=h) for h in found.hits],
         )
 
 

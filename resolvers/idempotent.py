@@ -59,6 +59,8 @@ async def once_shown(
     input: Any,
     run: Callable[[], Awaitable[tuple[R, dict[str, Any]]]],
     reload: Callable[[dict[str, Any]], Awaitable[R]],
+    *,
+    request: dict[str, Any] | None = None,
 ) -> tuple[R, dict[str, Any]]:
     """:func:`once` for a call whose rows the resolver shows as they are: ``run`` gives
     them with the result to store. Answers the rows and the stored result; when the key
@@ -70,7 +72,7 @@ async def once_shown(
         made.append(rows)
         return result
 
-    result = await once(info, operation, input, call)
+    result = await once(info, operation, input, call, request=request)
     return (made[0] if made else await reload(result)), result
 
 

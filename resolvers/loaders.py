@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 from strawberry.dataloader import DataLoader
@@ -32,6 +32,7 @@ from server.models import (
 )
 from server.services import history_reads
 from server.services.history_reads import EventDetails
+from server.storage.gate import staged_version
 from server.storage.owners import kept_agents
 
 
@@ -96,7 +97,8 @@ class Loaders:
 
     async def _uses(self, keys: Sequence[uuid.UUID]) -> list[list[OutputUse]]:
         """Executions' output uses in the order their output gave them: by rank, the
-        parts of an event read whole in their order."""
+        parts of an event read whole in their order. A use of a version an open turn
+        staged is not shown until the turn commits, as the version is not (R12)."""
         rows = (
             await self.db.scalars(
                 select(OutputUse)
@@ -107,9 +109,24 @@ class Loaders:
                         col(HistoryPart.agent_id) == col(OutputUse.agent_id),
                     ),
                 )
+                .outerjoin(
+                    MemoryVersion,
+                    and_(
+                        col(MemoryVersion.id) == col(OutputUse.memory_version_id),
+                        col(MemoryVersion.agent_id) == col(OutputUse.agent_id),
+                    ),
+                )
+                .outerjoin(
+                    MemoryRecord,
+                    and_(
+                        col(MemoryRecord.id) == col(MemoryVersion.record_id),
+                        col(MemoryRecord.agent_id) == col(MemoryVersion.agent_id),
+                    ),
+                )
                 .where(
                     col(OutputUse.execution_id).in_(keys),
                     *kept_agents(self.db, OutputUse, keys),
+                    or_(col(MemoryVersion.id).is_(None), not_(staged_version())),
                 )
                 .order_by(col(OutputUse.rank), col(HistoryPart.part))
             )

@@ -1,6 +1,7 @@
 """Who may call what (R23, R70, R71): the strawberry permission classes of the fields
-that declare them, deciding with :mod:`resolvers.grants`. Every other field goes
-through the response gate (:mod:`resolvers.gate`).
+that declare them, deciding with :mod:`resolvers.grants`. Every id an argument names is
+decided by :mod:`resolvers.ownership`; every other field goes through the response gate
+(:mod:`resolvers.gate`).
 
 Resources of a namespace ``<ns>`` (docs/security.md):
 
@@ -19,24 +20,21 @@ Resources of a namespace ``<ns>`` (docs/security.md):
   the session's when they name history parts.
 
 The agent itself (a runtime token called directly, not through a tool) needs
-no grant for its agents (R70). Every mutation that does not declare its own
-permission classes is a runtime operation: only the agent itself may call it,
-which also keeps tools and helpers from writing memory (R23).
+no grant for its agents (R70). Every mutation that neither declares its own
+permission classes nor names an id an administrator or client acts on
+(:data:`resolvers.ownership.API_NEEDS`) is a runtime operation: only the agent itself
+may call it, which also keeps tools and helpers from writing memory (R23).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-from sqlmodel import col
 from strawberry.permission import BasePermission
 
 from resolvers.context import Context
-from resolvers.grants import Resource, caller_of, namespace_of, require
-from resolvers.runtime import agent_of_input, field_of
-from server import models
-from server.domain.grants import agent_requirements, session_requirements
+from resolvers.grants import Resource, caller_of, require, require_manage
+from server.domain.grants import agent_requirements
 from server.errors import ForbiddenError
 
 
@@ -52,57 +50,11 @@ class _Permission(BasePermission):
 
 
 class CanManageAgents(_Permission):
-    """createAgent, publishAgentVersion: an admin, or INSERT on ``<ns>.Agent``."""
+    """createAgent: an admin, or INSERT on ``<ns>.Agent`` of the input's namespace. (A
+    mutation whose id names the agent decides by that id: :mod:`resolvers.ownership`.)"""
 
     async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
-        caller = caller_of(context)
-        if caller.admin:
-            return
-        value = kwargs.get("input")
-        namespace = field_of(value, "namespace", "namespace")
-        if namespace is None:
-            _, agent = await agent_of_input(context, value)
-            if agent is None:
-                raise ForbiddenError("not allowed: agents are managed by admins")
-            namespace = agent[1]
-        decision = caller.chain.explain_all(agent_requirements(str(namespace), "INSERT"))
-        if not decision.allowed:
-            raise ForbiddenError(f"not allowed: an admin token or {decision.reason}")
-
-
-class CanOpenSessions(_Permission):
-    """createSession: the agent itself, an admin, or INSERT on ``<ns>.Session``."""
-
-    async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
-        caller = caller_of(context)
-        _, agent = await agent_of_input(context, kwargs.get("input"))
-        if caller.admin or agent is None:
-            return  # an agent that does not exist is the resolver's NOT_FOUND
-        decision = caller.decide(
-            agent_id=agent[0],
-            namespace=agent[1],
-            requirements=session_requirements(agent[1], "INSERT"),
-        )
-        if not decision.allowed:
-            raise ForbiddenError(f"not allowed: {decision.reason}")
-
-
-class CanDeleteMemory(_Permission):
-    """deleteAgentMemory: SELECT and UPDATE on the agent's memory (R71)."""
-
-    async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
-        caller_of(context)
-        record_id = field_of(kwargs.get("input"), "id", "id")
-        row = (
-            await context.db.execute(
-                select(col(models.MemoryRecord.agent_id)).where(
-                    col(models.MemoryRecord.id) == record_id,
-                    col(models.MemoryRecord.committed).is_(True),
-                )
-            )
-        ).first()
-        if row is not None:
-            await require(context, Resource.MEMORY_DELETE, row[0])
+        require_manage(context, str(kwargs["input"].namespace))
 
 
 class CanListAgents(_Permission):
@@ -120,18 +72,6 @@ class CanListAgents(_Permission):
         decision = caller.chain.explain_all(agent_requirements(namespace))
         if not decision.allowed:
             raise ForbiddenError(f"not allowed: {decision.reason}")
-
-
-class CanSearchMemory(_Permission):
-    """searchAgentMemory(agentId): R71's read grant on the agent's memory, checked before
-    anything is searched. An id that names no agent is left to the resolver (NOT_FOUND)."""
-
-    async def check(self, context: Context, source: Any, kwargs: dict[str, Any]) -> None:
-        caller_of(context)
-        agent_id = kwargs["agent_id"]
-        namespace = await namespace_of(context, agent_id)
-        if namespace is not None:
-            await require(context, Resource.MEMORY, agent_id, namespace)
 
 
 class _OfSourceAgent(_Permission):

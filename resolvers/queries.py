@@ -1,4 +1,5 @@
-"""Dashboard queries: thin lookups by id or name.
+"""Dashboard queries: thin lookups by id or name (by id: through
+:func:`resolvers.nodes.read_node`, as ``node`` reads).
 
 A lookup that can fail is nullable: a NOT_FOUND or FORBIDDEN nulls that one field (its
 error, with its code, is in ``errors``), not the whole answer."""
@@ -6,37 +7,29 @@ error, with its code, is in ``errors``), not the whole answer."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, TypeVar
+from typing import Annotated, cast
 
 import strawberry
-from strawberry.dataloader import DataLoader
 
 from resolvers.context import Info
 from resolvers.grants import Resource, decide
+from resolvers.kinds import Kind
+from resolvers.nodes import read_node
 from resolvers.permissions import CanListAgents
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
 from resolvers.types.memory import MemoryRecordType
 from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, TurnType
-from server.errors import NotFoundError
+from server.errors import BadInputError, NotFoundError
 from server.services import reads
-
-T = TypeVar("T")
-
-
-async def _load(loader: DataLoader[uuid.UUID, T | None], id_: uuid.UUID, what: str) -> T:
-    row = await loader.load(id_)
-    if row is None:
-        raise NotFoundError(f"no {what} with id {id_}")
-    return row
 
 
 @strawberry.type
 class Query:
     @strawberry.field(
-        description="An agent, by id or by namespace and name; NOT_FOUND when there is none. "
-        "A name the caller may not read is answered as one that does not exist (names are "
-        "guessable, ids are not)."
+        description="An agent, by id or by namespace and name; NOT_FOUND when there is none, "
+        "BAD_INPUT when neither is given. A name the caller may not read is answered as one "
+        "that does not exist (names are guessable, ids are not)."
     )
     async def agent(
         self,
@@ -57,9 +50,10 @@ class Query:
         """An agent by id, or by namespace and name. A name the caller may not read is
         answered as a name that does not exist: names are guessable, ids are not."""
         if id is not None:
-            return AgentType(row=await _load(info.context.loaders.agent, id, "agent"))
+            return cast(AgentType, await read_node(info.context, Kind.AGENT, id))
         if namespace is None or name is None:
-            raise NotFoundError("pass id, or namespace and name")
+            missing = "name" if namespace is not None else "namespace" if name is not None else "id"
+            raise BadInputError("pass id, or namespace and name", field=missing)
         row = await reads.agent_by_name(info.context.db, namespace=namespace, name=name)
         if (
             row is None
@@ -96,9 +90,7 @@ class Query:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The version's id.")],
     ) -> AgentVersionType | None:
-        return AgentVersionType(
-            row=await _load(info.context.loaders.agent_version, id, "agent version")
-        )
+        return cast(AgentVersionType, await read_node(info.context, Kind.AGENT_VERSION, id))
 
     @strawberry.field(description="A session, by id.")
     async def session(
@@ -106,7 +98,7 @@ class Query:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The session's id.")],
     ) -> SessionType | None:
-        return SessionType(row=await _load(info.context.loaders.session, id, "session"))
+        return cast(SessionType, await read_node(info.context, Kind.SESSION, id))
 
     @strawberry.field(description="A turn, by id.")
     async def turn(
@@ -114,7 +106,7 @@ class Query:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The turn's id.")],
     ) -> TurnType | None:
-        return TurnType(row=await _load(info.context.loaders.turn, id, "turn"))
+        return cast(TurnType, await read_node(info.context, Kind.TURN, id))
 
     @strawberry.field(description="An execution, by id.")
     async def execution(
@@ -122,7 +114,7 @@ class Query:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The execution's id.")],
     ) -> ExecutionType | None:
-        return ExecutionType(row=await _load(info.context.loaders.execution, id, "execution"))
+        return cast(ExecutionType, await read_node(info.context, Kind.EXECUTION, id))
 
     @strawberry.field(
         # R25, R71
@@ -135,7 +127,4 @@ class Query:
         info: Info,
         id: Annotated[uuid.UUID, strawberry.argument(description="The record's id.")],
     ) -> MemoryRecordType | None:
-        row = await _load(info.context.loaders.record, id, "memory record")
-        if not row.committed:
-            raise NotFoundError(f"no memory record with id {id}")
-        return MemoryRecordType(row=row)
+        return cast(MemoryRecordType, await read_node(info.context, Kind.MEMORY_RECORD, id))

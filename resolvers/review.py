@@ -14,7 +14,6 @@ from typing import Any
 import strawberry
 
 from resolvers.context import Info, labels_of
-from resolvers.idempotent import reloaded
 from resolvers.types.base import LabelInput, Node, column, idempotency_key
 from resolvers.types.enums import Scope
 from resolvers.types.history import HistoryRole
@@ -167,12 +166,15 @@ class BeginMemoryReviewPayload:
     messages: int = strawberry.field(description="Messages since the last review.")
     review: MemoryReviewType | None = strawberry.field(description="Null when not due.")
     instructions: str | None = strawberry.field(
-        description="The model's instructions: what to keep, then the decisions and their format."
+        description="The model's instructions: what to keep, then the decisions and their "
+        "format. Null when not due."
     )
     conversation: list[ReviewedEventType] = strawberry.field(
         description="The conversation since the last review, in order; empty when not due."
     )
-    text: str = strawberry.field(description="The conversation as the model reads it.")
+    text: str | None = strawberry.field(
+        description="The conversation as the model reads it. Null when not due."
+    )
 
 
 @strawberry.type(name="SimilarMemory", description="A memory like a candidate.")
@@ -235,19 +237,20 @@ def candidate_json(c: MemoryCandidateInput) -> dict[str, Any]:
     }
 
 
-async def versions_of(info: Info, ids: list[str]) -> list[MemoryVersionType]:
-    """The versions a stored result names, reloaded."""
-    rows = await reloaded(info.context.db, models.MemoryVersion, ids)
-    return [MemoryVersionType(row=r) for r in rows]
+async def version_rows(info: Info, ids: list[str]) -> list[models.MemoryVersion]:
+    """The versions a stored result names, reloaded in one statement, in its order."""
+    rows = await info.context.loaders.version.load_many([uuid.UUID(i) for i in ids])
+    return [r for r in rows if r is not None]
 
 
-async def review_type(info: Info, review_id: str) -> MemoryReviewType:
+async def review_row(info: Info, review_id: str) -> models.MemoryReview:
+    """A review a stored result names, read again (the call may have changed it)."""
     db, row_id = info.context.db, uuid.UUID(review_id)
     row = await db.get(
         models.MemoryReview,
         row_id,
-        populate_existing=True,  # read fresh: the call may have changed it
+        populate_existing=True,
         options=await by_agent(db, models.MemoryReview, row_id),
     )
     assert row is not None
-    return MemoryReviewType(row=row)
+    return row

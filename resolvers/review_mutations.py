@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import strawberry
 
 from resolvers.context import Info
-from resolvers.idempotent import once
+from resolvers.idempotent import once_shown
 from resolvers.review import (
     ApplyMemoryReviewInput,
     ApplyMemoryReviewPayload,
@@ -19,18 +19,24 @@ from resolvers.review import (
     CompareMemoryCandidatesPayload,
     MemoryDecisionAction,
     MemoryDecisionOutcomeType,
+    MemoryReviewType,
     ReviewedEventType,
     SimilarMemoryType,
     candidate_json,
-    review_type,
-    versions_of,
+    review_row,
+    version_rows,
 )
 from resolvers.types.history import HistoryRole
+from resolvers.types.memory import MemoryVersionType
 from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services import review
 from server.services.lookup import get
+
+# what each mutation shows as the call wrote it (a replayed key reloads it)
+_Begun = tuple[models.MemoryReview | None, models.Execution | None]
+_Applied = tuple[models.MemoryReview, models.Execution, list[models.MemoryVersion]]
 
 
 @strawberry.type
@@ -47,9 +53,9 @@ class ReviewMutation:
             BeginMemoryReviewInput, strawberry.argument(description="The turn that is ending.")
         ],
     ) -> BeginMemoryReviewPayload:
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[_Begun, dict[str, Any]]:
             begun = await review.begin_review(info.context.db, turn_id=input.turn_id)
-            return {
+            return (begun.review, begun.execution), {
                 "due": begun.due.due,
                 "reason": begun.due.reason,
                 "messages": begun.messages,
@@ -61,12 +67,13 @@ class ReviewMutation:
                 ],
             }
 
-        result = await once(
-            info,
-            "beginMemoryReview",
-            input,
-            run,
-            request={"turn_id": input.turn_id},
+        async def reload(result: dict[str, Any]) -> _Begun:
+            if result["review"] is None:
+                return None, None
+            return await review_row(info, result["review"]), None
+
+        (row, _), result = await once_shown(
+            info, "beginMemoryReview", input, run, reload, request={"turn_id": input.turn_id}
         )
         entries = [
             rules.Entry(e["turn"], e["role"], e["tool"], e["text"]) for e in result["conversation"]
@@ -75,7 +82,7 @@ class ReviewMutation:
             due=result["due"],
             reason=result["reason"],
             messages=result["messages"],
-            review=None if result["review"] is None else await review_type(info, result["review"]),
+            review=None if row is None else MemoryReviewType(row=row),
             instructions=result["instructions"],
             conversation=[
                 ReviewedEventType(
@@ -87,7 +94,7 @@ class ReviewMutation:
                 )
                 for e in entries
             ],
-            text=rules.render(entries),
+            text=rules.render(entries) if result["review"] is not None else None,
         )
 
     @strawberry.mutation(
@@ -104,7 +111,7 @@ class ReviewMutation:
     ) -> CompareMemoryCandidatesPayload:
         candidates = [candidate_json(c) for c in input.candidates]
 
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[list[dict[str, models.MemoryVersion]], dict[str, Any]]:
             compared = await review.compare_candidates(
                 info.context.db,
                 info.context.embedder,
@@ -112,7 +119,7 @@ class ReviewMutation:
                 candidates=candidates,
                 limit=input.limit,
             )
-            return {
+            return [{str(s.version.id): s.version for s in c.similar} for c in compared], {
                 "candidates": [
                     {
                         "candidate": c.candidate.index,
@@ -129,19 +136,29 @@ class ReviewMutation:
                 ]
             }
 
-        result = await once(
+        async def reload(result: dict[str, Any]) -> list[dict[str, models.MemoryVersion]]:
+            ids = [[s["version"] for s in c["similar"]] for c in result["candidates"]]
+            rows = await version_rows(info, [i for each in ids for i in each])
+            found = {str(v.id): v for v in rows}
+            return [{i: found[i] for i in each if i in found} for each in ids]
+
+        rows, result = await once_shown(
             info,
             "compareMemoryCandidates",
             input,
             run,
+            reload,
             request={"review": input.review_id, "candidates": candidates, "limit": input.limit},
         )
         out: list[ComparedCandidateType] = []
-        for c in result["candidates"]:
-            versions = await versions_of(info, [s["version"] for s in c["similar"]])
+        for c, versions in zip(result["candidates"], rows, strict=True):
+            shown = [s for s in c["similar"] if s["version"] in versions]
             similar = [
-                SimilarMemoryType(version=v, similarity=s["similarity"])
-                for v, s in zip(versions, c["similar"], strict=True)
+                SimilarMemoryType(
+                    version=MemoryVersionType(row=versions[s["version"]]),
+                    similarity=s["similarity"],
+                )
+                for s in shown
             ]
             out.append(
                 ComparedCandidateType(
@@ -151,7 +168,7 @@ class ReviewMutation:
                     restates=next(
                         (
                             m
-                            for m, s in zip(similar, c["similar"], strict=True)
+                            for m, s in zip(similar, shown, strict=True)
                             if s["version"] == c["restates"]
                         ),
                         None,
@@ -180,7 +197,7 @@ class ReviewMutation:
             for d in input.decisions
         ]
 
-        async def run() -> dict[str, Any]:
+        async def run() -> tuple[_Applied, dict[str, Any]]:
             applied = await review.apply_review(
                 info.context.db,
                 info.context.embedder,
@@ -188,41 +205,47 @@ class ReviewMutation:
                 decisions=decisions,
                 invocation_id=input.invocation_id,
             )
-            return {
+            shown = (applied.review, applied.execution, applied.versions)
+            return shown, {
                 "review": str(applied.review.id),
                 "execution": str(applied.execution.id),
-                "versions": [str(v) for v in applied.versions],
+                "versions": [str(v.id) for v in applied.versions],
                 "decisions": applied.output["decisions"],
             }
 
-        result = await once(
+        async def reload(result: dict[str, Any]) -> _Applied:
+            db = info.context.db
+            execution = await get(db, models.Execution, uuid.UUID(result["execution"]), fresh=True)
+            versions = await version_rows(info, result["versions"])
+            return await review_row(info, result["review"]), execution, versions
+
+        (row, execution, versions), result = await once_shown(
             info,
             "applyMemoryReview",
             input,
             run,
+            reload,
             request={
                 "review": input.review_id,
                 "decisions": decisions,
                 "invocation": input.invocation_id,
             },
         )
-        execution = await get(
-            info.context.db, models.Execution, uuid.UUID(result["execution"]), fresh=True
-        )
+        written = {str(v.id): MemoryVersionType(row=v) for v in versions}
         return ApplyMemoryReviewPayload(
-            review=await review_type(info, result["review"]),
+            review=MemoryReviewType(row=row),
             execution=ExecutionType(row=execution),
-            memories=await versions_of(info, result["versions"]),
+            memories=list(written.values()),
             decisions=[
                 MemoryDecisionOutcomeType(
                     candidate=d["candidate"],
                     summary=d["summary"],
                     action=MemoryDecisionAction(d["action"]),
                     applied=MemoryDecisionAction(d["applied"]),
-                    record_id=None if d["record"] is None else uuid.UUID(d["record"]),
+                    record_id=None if d["recordId"] is None else uuid.UUID(d["recordId"]),
                     restates=None if d["restates"] is None else uuid.UUID(d["restates"]),
                     similarity=d["similarity"],
-                    memories=await versions_of(info, d["memories"]),
+                    memories=[written[v] for v in d["memories"] if v in written],
                 )
                 for d in result["decisions"]
             ],

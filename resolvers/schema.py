@@ -9,7 +9,7 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.schema.types.base_scalars import DateTimeDefinition, UUIDDefinition
+from strawberry.schema.types.base_scalars import DateTimeDefinition
 from strawberry.types import ExecutionContext
 from strawberry.types.base import get_object_definition
 
@@ -21,6 +21,7 @@ from resolvers.errors import DomainErrors
 from resolvers.execution_mutations import ExecutionMutation
 from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
+from resolvers.ids import ID_DEFINITION, IdArguments
 from resolvers.inputs import StorableText
 from resolvers.memory_mutations import MemoryMutation
 from resolvers.nodes import NodeQuery
@@ -60,10 +61,9 @@ MUTATION = (
     "agent's runtime. " + _GRANTS
 )
 SCALARS: dict[object, Any] = {
-    uuid.UUID: dataclasses.replace(
-        UUIDDefinition,
-        description="A UUID in its canonical text form, e.g. 1b4e28ba-2fa1-11d2-883f-0016d3cca427.",
-    ),
+    # ids of one type, in and out (resolvers/ids.py)
+    uuid.UUID: ID_DEFINITION,
+    strawberry.ID: ID_DEFINITION,
     datetime.datetime: dataclasses.replace(
         DateTimeDefinition,
         description="A date and time in ISO 8601, with its UTC offset, e.g. "
@@ -103,6 +103,7 @@ def build_schema(
             *limits,
             StorableText,
             Authentication,
+            IdArguments,
             AccessGate,
             *(extensions or []),
         ],

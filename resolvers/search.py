@@ -3,12 +3,14 @@
 Both record what they did (an execution of the native ``search_memory`` tool,
 RETRIEVED uses, ``embed`` usage), so they are mutations. Each maps its input to
 one call of :mod:`server.services.search` inside one transaction, and shows the rows
-that call's ranking statement returned (a replayed key reloads its versions).
+that call's ranking statement returned, with its execution as written (a replayed key
+reloads them).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import strawberry
@@ -17,6 +19,7 @@ from resolvers.context import Info, call_ref, labels_of
 from resolvers.idempotent import once_shown
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
+from resolvers.types.ranking import ScoreExplanationType
 from resolvers.types.turns import ExecutionType
 from server import models
 from server.services import recall as memory_recall
@@ -74,12 +77,20 @@ class RecallInput:
 class MemorySearchResultType:
     version: MemoryVersionType = strawberry.field(description="The version found (its text).")
     score: float | None = strawberry.field(
-        description="The ranking score (cosine, full-text rank or fused, by mode); null when "
+        description="The ranking score (cosine, BM25 keyword score or fused, by mode); null when "
         "listed without a query."
     )
     cosine: float | None = strawberry.field(description="Similarity of meaning, -1..1.")
-    lexical: float | None = strawberry.field(description="Full-text rank, when words matched.")
+    lexical: float | None = strawberry.field(description="BM25 keyword score, when words matched.")
     found: strawberry.Private[models.MemoryRecord | None] = None
+    explained: strawberry.Private[Callable[[], Awaitable[ScoreExplanationType]] | None] = None
+
+    @strawberry.field(
+        description="Why it ranked where it did: the terms of its score. Given for "
+        "searchAgentMemory's results; null for searchMemory and recall."
+    )
+    async def explanation(self) -> ScoreExplanationType | None:
+        return None if self.explained is None else await self.explained()
 
     @strawberry.field(description="The record the version belongs to.")
     async def record(self, info: Info) -> MemoryRecordType:
@@ -145,11 +156,15 @@ def found_results(items: list[search.Found]) -> list[MemorySearchResultType]:
     ]
 
 
-async def _replayed(info: Info, result: dict[str, Any]) -> list[MemorySearchResultType]:
-    """The results a replayed key stored, their versions reloaded."""
+# what a search or recall shows: its results, its execution, the recall it repeats
+_Shown = tuple[list[MemorySearchResultType], ExecutionType | None, ExecutionType | None]
+
+
+async def _replayed(info: Info, result: dict[str, Any]) -> _Shown:
+    """What a replayed key stored, its versions and executions reloaded."""
     hits = result["hits"]
     rows = await info.context.loaders.version.load_many([uuid.UUID(h["version"]) for h in hits])
-    return [
+    results = [
         MemorySearchResultType(
             version=MemoryVersionType(row=row),
             score=h["score"],
@@ -159,6 +174,11 @@ async def _replayed(info: Info, result: dict[str, Any]) -> list[MemorySearchResu
         for h, row in zip(hits, rows, strict=True)
         if row is not None
     ]
+    return (
+        results,
+        await _execution(info, result["execution"]),
+        await _execution(info, result.get("repeat_of")),
+    )
 
 
 async def _execution(info: Info, value: str | None) -> ExecutionType | None:
@@ -184,7 +204,7 @@ class SearchMutation:
     ) -> SearchMemoryPayload:
         labels = labels_of(input.labels)
 
-        async def run() -> tuple[list[MemorySearchResultType], dict[str, Any]]:
+        async def run() -> tuple[_Shown, dict[str, Any]]:
             found = await search.search_memory(
                 info.context.db,
                 info.context.embedder,
@@ -196,16 +216,16 @@ class SearchMutation:
                 limit=input.limit,
                 after=input.after,
             )
-            return found_results(found.items), {
+            shown = (found_results(found.items), ExecutionType(row=found.execution), None)
+            return shown, {
                 "execution": str(found.execution.id),
                 "hits": _hits_json(found.items),
                 "next": found.next_cursor,
             }
 
-        results, result = await once_shown(
+        (results, execution, _), result = await once_shown(
             info, "searchMemory", input, run, lambda result: _replayed(info, result)
         )
-        execution = await _execution(info, result["execution"])
         assert execution is not None
         return SearchMemoryPayload(
             execution=execution,
@@ -226,18 +246,23 @@ class SearchMutation:
         info: Info,
         input: Annotated[RecallInput, strawberry.argument(description="What to recall for.")],
     ) -> RecallPayload:
-        async def run() -> tuple[list[MemorySearchResultType], dict[str, Any]]:
+        async def run() -> tuple[_Shown, dict[str, Any]]:
             found = await memory_recall.recall(
                 info.context.db, info.context.embedder, ref=call_ref(input), query=input.query
             )
-            return found_results(found.items), {
+            shown = (
+                found_results(found.items),
+                None if found.execution is None else ExecutionType(row=found.execution),
+                None if found.repeat_of is None else ExecutionType(row=found.repeat_of),
+            )
+            return shown, {
                 "execution": str(found.execution.id) if found.execution else None,
                 "repeat_of": str(found.repeat_of.id) if found.repeat_of else None,
                 "hits": _hits_json(found.items),
                 "text": found.text,
             }
 
-        results, result = await once_shown(
+        (results, execution, repeat_of), result = await once_shown(
             info, "recall", input, run, lambda result: _replayed(info, result)
         )
         return RecallPayload(
@@ -246,6 +271,6 @@ class SearchMutation:
             text=result["text"],
             results=results,
             recorded=result["execution"] is not None,
-            execution=await _execution(info, result["execution"]),
-            repeat_of=await _execution(info, result["repeat_of"]),
+            execution=execution,
+            repeat_of=repeat_of,
         )

@@ -28,6 +28,7 @@ from server.database import Database
 from server.embedding import Embedder
 from server.logs import RequestLog
 from server.metrics import Metrics
+from server.services.callers import Callers
 from server.settings import Settings
 
 _log = logging.getLogger("agent_memory")
@@ -129,7 +130,13 @@ def create_app(
         backend=settings.embedding_backend,
         cache_dir=settings.embedding_cache_dir,
     )
-    services = {"database": db, "embedder": model, "settings": settings, "identity": caller}
+    services = {
+        "database": db,
+        "embedder": model,
+        "settings": settings,
+        "identity": caller,
+        "callers": Callers(),
+    }
     metrics = Metrics(database=db, embedder=model)
     schema = build_schema(settings=settings, extensions=[metrics.extension()])
     graphql = _GraphQL(schema, services=services, dev=settings.dev)
@@ -160,7 +167,7 @@ def create_app(
             ),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),
-            *web.routes(),
+            *web.routes(settings),
         ],
         middleware=[Middleware(RequestLog), *web.middleware(settings)],
         lifespan=lifespan,

@@ -46,7 +46,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if settings.dev:
             from server.cli_auth import print_dev_admin_token
 
-            print_dev_admin_token(url, graphiql=f"http://{settings.host}:{settings.port}/graphql")
+            print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
         app = create_app(settings, database=database)
         config = uvicorn.Config(
             app, log_level=settings.log_level, log_config=None, access_log=False
@@ -65,6 +65,8 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    """Upgrade, or downgrade; a downgrade that would destroy data is refused, naming it,
+    with nothing changed, unless ``--force`` (server/migrate.py)."""
     from server import migrate
     from server.database import Database
     from server.settings import Settings
@@ -90,7 +92,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         check_database(url)  # pgvector before migrating
         if down:
-            migrate.downgrade(url, revision)
+            migrate.downgrade(url, revision, force=args.force)
         else:
             migrate.upgrade(url, revision)
             citus = args.citus or migrate.on_citus(url)
@@ -156,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         "revision", nargs="?", help="target revision (default: head; required with --down)"
     )
     mig.add_argument("--down", action="store_true", help="downgrade to REVISION")
+    mig.add_argument(
+        "--force",
+        action="store_true",
+        help="with --down: downgrade even if it destroys data (refused otherwise, naming it)",
+    )
     mig.add_argument(
         "--citus",
         action="store_true",

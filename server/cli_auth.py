@@ -27,7 +27,7 @@ def _in_session(work: Callable[[AsyncSession], Awaitable[T]], *, url: URL | None
     from server.database import Database
     from server.settings import Settings
 
-    database = Database(Settings(), url=url)
+    database = Database(Settings(), url=url, warn_role=False)
 
     async def run() -> T:
         if url is None:
@@ -222,16 +222,41 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="the policy's name")
 
 
-def print_dev_admin_token(url: URL, graphiql: str | None = None) -> None:
-    """Dev mode, first start: issue and print an admin token if no admin exists, and the
-    GraphiQL link that fills it in (in the URL fragment, which browsers never send)."""
-    from server.services import auth
+def print_dev_admin_token(url: URL, base: str | None = None) -> None:
+    """Dev mode, first start: issue and print an admin token if no admin exists, bound to
+    the dev policy that reads every namespace's sessions and memory, and the links of the
+    dashboard and GraphiQL that fill it in (in the URL fragment, which browsers never
+    send). Later starts print the links alone."""
+    from server.services import auth, policies
 
-    issued = _in_session(lambda db: auth.ensure_admin(db, name="dev admin"), url=url)
-    if issued is not None:
-        print(
-            "\n  agent-memory dev mode: an admin token was created (shown once)\n"
-            f"    Authorization: Bearer {issued.token}\n"
-            + (f"  GraphiQL with it: {graphiql}#token={issued.token}\n" if graphiql else ""),
-            flush=True,
-        )
+    async def issue(db: AsyncSession) -> auth.IssuedToken | None:
+        issued = await auth.ensure_admin(db, name="dev admin")
+        if issued is not None:
+            await policies.grant_dev_reads(db, principal_id=issued.principal.id)
+        return issued
+
+    issued = _in_session(issue, url=url)
+    if issued is None:
+        if base:
+            print(
+                f"\n  agent-memory dev mode: the dashboard is at {base}/dashboard and GraphiQL "
+                f"at {base}/graphql\n  (the admin token was printed at the first start; "
+                "`.venv/bin/agent-memory token create --kind admin --name me` makes another)\n",
+                flush=True,
+            )
+        return
+    namespace, name = policies.DEV_READER
+    fragment = f"#token={issued.token}"
+    print(
+        "\n  agent-memory dev mode: an admin token was created (shown once)\n"
+        f"    Authorization: Bearer {issued.token}\n"
+        f"  It manages agents and, through the dev policy {namespace}/{name} (SELECT on *), "
+        "reads every namespace's sessions and memory.\n"
+        + (
+            f"  Dashboard with it: {base}/dashboard{fragment}\n"
+            f"  GraphiQL with it:  {base}/graphql{fragment}\n"
+            if base
+            else ""
+        ),
+        flush=True,
+    )

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import psycopg
 from sqlalchemy import event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import AdaptedConnection
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -27,6 +30,8 @@ from server.startup import check_database
 from server.storage.owners import session_info
 
 _log = logging.getLogger(__name__)
+# a Citus coordinator (docs/scaling.md): some statements take another form there
+_CITUS = text("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')")
 
 
 def normalise_url(url: str | URL) -> URL:
@@ -47,6 +52,9 @@ class Database:
     sessionmaker: async_sessionmaker[AsyncSession] | None = None
     _embedded: EmbeddedPostgres | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
+    # a server's role is warned about (docs/security.md, "Database roles"); a command of
+    # the CLI runs an operator's task as whichever role it is given, and says nothing
+    warn_role: bool = True
 
     def resolve_url(self, *, create: bool = True) -> URL:
         """Start the embedded server when no URL is configured; return the URL. With
@@ -67,22 +75,27 @@ class Database:
             url,
             pool_size=self.settings.pool_size,
             max_overflow=self.settings.pool_size,
-            pool_pre_ping=True,
             connect_args={"options": f"-c statement_timeout={self.settings.statement_timeout_ms}"},
         )
         event.listen(self.engine.sync_engine, "connect", _register_types)
-        self.sessionmaker = async_sessionmaker(
-            self.engine, class_=SerialSession, expire_on_commit=False, info=session_info()
-        )
+        event.listen(self.engine.sync_engine, "checkout", _refuse_closed)
         if not self._checked:
             await asyncio.to_thread(self.check)
+        async with self.engine.connect() as conn:
+            citus = bool(await conn.scalar(_CITUS))
+        self.sessionmaker = async_sessionmaker(
+            self.engine,
+            class_=SerialSession,
+            expire_on_commit=False,
+            info=session_info(citus=citus),
+        )
 
     def check(self) -> None:
         """Fail early with an instruction when the database is unreachable or has no
         pgvector (:func:`server.startup.check_database`); once is enough."""
         privileged = check_database(self.resolve_url())
         self._checked = True
-        if privileged and not self.settings.dev:
+        if privileged and self.warn_role and not self.settings.dev:
             _log.warning(
                 "connected to PostgreSQL as %s: give the server a role that is neither "
                 "superuser nor BYPASSRLS (see docs/security.md)",
@@ -119,3 +132,25 @@ class Database:
 def _register_types(connection: AdaptedConnection, _record: object) -> None:
     """A new connection learns pgvector's adapters (and the project's binary arrays)."""
     connection.run_async(register_types)
+
+
+def _refuse_closed(connection: AdaptedConnection, _record: object, _proxy: object) -> None:
+    """A pooled connection the server has closed is replaced before use, without a round
+    trip (no ``pool_pre_ping``: a ``SELECT 1`` before every request).
+
+    An idle connection has nothing to read: PostgreSQL speaks only when asked, so a
+    readable socket means the server ended the session (a restart, a terminated backend:
+    its FATAL message and end of file), or, rarely, a parameter it reports changed; the
+    pool then opens a fresh connection in its place (``DisconnectionError``). A
+    connection lost without a word (a network cut) fails its first statement instead,
+    and SQLAlchemy then replaces every connection of the pool older than the failure.
+    """
+    driver = connection.driver_connection
+    try:
+        if driver is None or driver.closed:
+            raise DisconnectionError("the connection is closed")
+        readable, _, _ = select.select([driver.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error) as exc:  # no socket any more
+        raise DisconnectionError("the connection is closed") from exc
+    if readable:
+        raise DisconnectionError("the server closed the connection while it was idle")

@@ -76,3 +76,10 @@ class OutcomeUnknownError(DomainError):
     may or may not be kept. A retry with the same idempotency key tells which."""
 
     code = "OUTCOME_UNKNOWN"
+
+
+class UnavailableError(DomainError):
+    """The database cannot be reached (down, restarting, refusing connections): a
+    retryable outage, answered with HTTP 503, never a bug's INTERNAL."""
+
+    code = "UNAVAILABLE"

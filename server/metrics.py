@@ -4,12 +4,19 @@ Each app has its own ``CollectorRegistry``, so several apps in one process (test
 count apart. GraphQL operations are counted by a schema extension, which knows the
 operation's name once the document is parsed; the embedder's and the connection
 pool's state is read when the metrics are scraped.
+
+The labels are bounded, so that no client can grow the page: an operation is counted
+under its own name only once the request authenticated and its document validated, and
+only for the first :data:`MAX_OPERATIONS` names an app sees; every other request is
+``other`` (``unparsed`` when its document did not parse). Its code is the code its
+answer carries (:func:`resolvers.errors.code_of`): NOT_FOUND, FORBIDDEN, ..., not the
+step that failed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -20,10 +27,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from strawberry.extensions import SchemaExtension
 
+from resolvers.errors import code_of
 from server import logs
 from server.database import Database
 from server.embedding import Embedder
 
+MAX_OPERATIONS = 100  # operation names counted apart; the rest are "other"
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -47,6 +56,16 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_State(database, embedder))
+        self.operations: set[str] = set()
+
+    def label(self, name: str) -> str:
+        """``name``, or ``other`` once :data:`MAX_OPERATIONS` names are counted."""
+        if name in self.operations:
+            return name
+        if len(self.operations) >= MAX_OPERATIONS:
+            return "other"
+        self.operations.add(name)
+        return name
 
     async def endpoint(self, request: Request) -> Response:
         encoder, content_type = choose_encoder(request.headers.get("accept", ""))
@@ -98,6 +117,11 @@ class _Operations(SchemaExtension):
     def __init__(self, metrics: Metrics) -> None:
         super().__init__()
         self.metrics = metrics
+        self.validated = False
+
+    def on_execute(self) -> Iterator[None]:
+        self.validated = True  # run only for a document that parsed and validated
+        yield
 
     async def on_operation(self) -> AsyncIterator[None]:
         started = time.perf_counter()
@@ -107,8 +131,13 @@ class _Operations(SchemaExtension):
             context = self.execution_context
             name = _name(context)
             code = _outcome(context)
-            self.metrics.requests.labels(name, code).inc()
-            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
+            label = name
+            if context.graphql_document is not None:
+                authenticated = getattr(context.context, "identity", None) is not None
+                valid = self.validated and code != "GRAPHQL_VALIDATION_FAILED"
+                label = self.metrics.label(name) if authenticated and valid else "other"
+            self.metrics.requests.labels(label, code).inc()
+            self.metrics.latency.labels(label).observe(time.perf_counter() - started)
             info = logs.current.get()
             if info is not None:
                 info.operation, info.code = name, code
@@ -129,17 +158,12 @@ def _name(context: Any) -> str:
 
 
 def _outcome(context: Any) -> str:
-    """OK, or the first error's code; an uncoded error is named by the step that failed."""
-    errors = context.pre_execution_errors or (
-        context.result.errors if context.result is not None else None
-    )
+    """OK, or the code the first error of the answer carries. (Strawberry also keeps an
+    execution's errors as ``pre_execution_errors``: the answer's are read first.)"""
+    errors = context.result.errors if context.result is not None else None
+    errors = errors or context.pre_execution_errors
     if not errors:
         return "OK" if context.graphql_document is not None else "GRAPHQL_PARSE_FAILED"
-    code = (errors[0].extensions or {}).get("code")
-    if code:
-        return str(code)
-    if context.graphql_document is None:
-        return "GRAPHQL_PARSE_FAILED"
-    if context.pre_execution_errors:
-        return "GRAPHQL_VALIDATION_FAILED"
-    return "INTERNAL"
+    if context.graphql_document is None and not (errors[0].extensions or {}).get("code"):
+        return "GRAPHQL_PARSE_FAILED"  # a document over the token limit, refused unparsed
+    return code_of(errors[0])

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 
 def default_data_dir() -> Path:
@@ -103,6 +105,24 @@ class Settings(BaseSettings):
         description="Origins a browser may call the API from (comma-separated, e.g. "
         "`https://dash.example.com`; `*` for any); default none: no CORS headers.",
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        """A PostgreSQL URL, refused at start-up in one line when it is not one (the URL
+        itself is not echoed: it may hold a password)."""
+        if value is None:
+            return value
+        try:
+            scheme = make_url(value).drivername
+        except ArgumentError:
+            scheme = ""
+        if not scheme.startswith("postgres"):
+            raise ValueError(
+                "DATABASE_URL is not a PostgreSQL URL: give "
+                "postgresql://user:password@host:5432/database"
+            )
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

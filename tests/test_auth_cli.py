@@ -138,17 +138,52 @@ def fresh_url(database_url: URL) -> Iterator[URL]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _reads(url: URL, token: str, namespace: str) -> dict[str, bool]:
+    """What the token's chain lets it read in ``namespace``: sessions, memory (R71)."""
+    from server.domain.grants import memory_read_requirements, session_requirements
+    from server.services.chain import load_caller
+
+    async def work(db: Any) -> dict[str, bool]:
+        caller = await load_caller(db, principal=await auth.authenticate(db, token=token))
+        return {
+            "sessions": caller.chain.explain_all(session_requirements(namespace)).allowed,
+            "memory": caller.chain.explain_all(memory_read_requirements(namespace)).allowed,
+        }
+
+    return dict(_in_database(url, work))
+
+
 def test_dev_mode_first_start_prints_an_admin_token_once(
     fresh_url: URL, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The token make run prints opens the dashboard on the walkthrough's data: it reads
+    every namespace's sessions and memory through the dev policy; later starts print the
+    links alone."""
     from server.cli_auth import print_dev_admin_token
 
-    print_dev_admin_token(fresh_url)
+    print_dev_admin_token(fresh_url, base="http://127.0.0.1:8000")
     printed = capsys.readouterr().out
     token = next(w for w in printed.split() if w.startswith(auth.TOKEN_MARK))
     assert _authenticate(fresh_url, token) == "admin"
-    print_dev_admin_token(fresh_url)
-    assert auth.TOKEN_MARK not in capsys.readouterr().out
+    assert f"http://127.0.0.1:8000/dashboard#token={token}" in printed
+    assert _reads(fresh_url, token, "financial") == {"sessions": True, "memory": True}
+    assert "dev/read-everything" in printed
+    print_dev_admin_token(fresh_url, base="http://127.0.0.1:8000")
+    again = capsys.readouterr().out
+    assert auth.TOKEN_MARK not in again and "http://127.0.0.1:8000/dashboard" in again
+
+
+def test_cli_commands_say_nothing_of_a_superuser_role(
+    cli_env: URL, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The embedded PostgreSQL's role is a superuser: a server outside dev mode warns of
+    it (tests/test_database_roles.py), an operator's command does not, dev mode or not."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="server.database"):
+        assert main(["token", "list"]) == 0
+    assert not [r for r in caplog.records if "superuser" in r.getMessage()]
+    assert "superuser" not in capsys.readouterr().err
 
 
 def _in_database(url: URL, work: Any) -> Any:

@@ -49,3 +49,16 @@ def test_a_bad_setting_is_one_line(
     assert main(["schema", "--check"]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error (INVALID_SETTING): log_level: Input should be ")
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["serve"], ["db-url"]])
+def test_a_database_url_that_is_not_one_is_one_line(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 8 of issue 22: DATABASE_URL=not-a-url is refused in one line, exit 1, like
+    every other misconfiguration (it printed a 22-line traceback); the URL is not echoed."""
+    monkeypatch.setenv("DATABASE_URL", "not-a-url")
+    assert main(command) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error (INVALID_SETTING): ")
+    assert "DATABASE_URL is not a PostgreSQL URL" in line and "not-a-url" not in line

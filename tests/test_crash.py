@@ -28,19 +28,19 @@ WRITE_SECONDS = 2.5
 CREATE_AGENT = (
     'mutation { createAgent(input: {namespace: "crash", name: "writer"}) { agent { id } } }'
 )
-PUBLISH = """mutation($a: UUID!) { publishAgentVersion(input: {agentId: $a, config: {harness:
+PUBLISH = """mutation($a: ID!) { publishAgentVersion(input: {agentId: $a, config: {harness:
   {memory: {enabled: true, tools: ["add_memory"]}}}}) { agentVersion { id } } }"""
-SESSION = "mutation($a: UUID!) { createSession(input: {agentId: $a}) { session { id } } }"
-BEGIN = """mutation($s: UUID!, $k: String!) {
+SESSION = "mutation($a: ID!) { createSession(input: {agentId: $a}) { session { id } } }"
+BEGIN = """mutation($s: ID!, $k: String!) {
   beginTurn(input: {sessionId: $s, idempotencyKey: $k}) { turn { id } } }"""
-ADD = """mutation($t: UUID!, $m: String!, $k: String!) {
+ADD = """mutation($t: ID!, $m: String!, $k: String!) {
   addMemory(input: {turnId: $t, summary: $m, idempotencyKey: $k}) { memories { recordId } } }"""
-COMMIT = """mutation($t: UUID!, $k: String!) {
+COMMIT = """mutation($t: ID!, $k: String!) {
   commitTurn(input: {turnId: $t, idempotencyKey: $k}) { turn { id status } } }"""
-TURNS = """query($s: UUID!, $after: String) { session(id: $s) {
+TURNS = """query($s: ID!, $after: String) { session(id: $s) {
   turns(first: 100, after: $after) { edges { node { id status } }
                                       pageInfo { hasNextPage endCursor } } } }"""
-RECORDS = """query($a: UUID!, $s: UUID!, $after: String) { agent(id: $a) {
+RECORDS = """query($a: ID!, $s: ID!, $after: String) { agent(id: $a) {
   memoryRecords(first: 100, after: $after, filter: {sessionId: $s}) {
     edges { node { status current { summary } } } pageInfo { hasNextPage endCursor } } } }"""
 

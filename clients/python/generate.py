@@ -16,6 +16,7 @@ import copy
 import difflib
 import filecmp
 import io
+import re
 import shutil
 import sys
 import tempfile
@@ -28,6 +29,53 @@ from ariadne_codegen.main import client
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PACKAGES = {"agent_memory_client": False, "agent_memory_client_async": True}
+
+# Both clients raise the same exceptions: the async package's module re-exports the sync
+# package's classes, so `except GraphQLClientGraphQLMultiError` catches either's.
+SHARED_EXCEPTIONS = '''"""The exceptions of both clients: agent_memory_client's classes,
+re-exported, so that one except clause catches what either client raises."""
+
+from agent_memory_client.exceptions import (
+    GraphQLClientError,
+    GraphQLClientGraphQLError,
+    GraphQLClientGraphQLMultiError,
+    GraphQLClientHttpError,
+    GraphQLClientInvalidMessageFormat,
+    GraphQLClientInvalidResponseError,
+    Response,
+)
+
+__all__ = [
+    "GraphQLClientError",
+    "GraphQLClientGraphQLError",
+    "GraphQLClientGraphQLMultiError",
+    "GraphQLClientHttpError",
+    "GraphQLClientInvalidMessageFormat",
+    "GraphQLClientInvalidResponseError",
+    "Response",
+]
+'''
+
+
+# A field's GraphQL name is its alias; type checkers read a pydantic field's `alias` as
+# the name its constructor takes (PEP 681), so `BeginTurnInput(session_id=...)` would not
+# type-check. As validation and serialization aliases, the names stay the same on the
+# wire and the constructors take the snake_case names (the models populate by name).
+_ALIAS = re.compile(r'Field\(alias="(\w+)"')
+
+
+def _finish(package: Path, is_async: bool) -> None:
+    """What ariadne-codegen leaves out: the PEP 561 marker that tells type checkers the
+    package is typed, constructors that take the fields' own names, and (async) the
+    exceptions shared with the sync package."""
+    (package / "py.typed").write_text("")
+    for module in package.glob("*.py"):
+        text = module.read_text()
+        named = _ALIAS.sub(r'Field(validation_alias="\1", serialization_alias="\1"', text)
+        if named != text:
+            module.write_text(named)
+    if is_async:
+        (package / "exceptions.py").write_text(SHARED_EXCEPTIONS)
 
 
 def _generate(into: Path) -> None:
@@ -47,14 +95,23 @@ def _generate(into: Path) -> None:
         except BaseException:
             sys.stderr.write(log.getvalue())
             raise
+        _finish(into / name, is_async)
 
 
 def _differences(fresh: Path, kept: Path) -> list[str]:
     lines: list[str] = []
     for name in PACKAGES:
         new, old = fresh / name, kept / name
-        new_files = {p.relative_to(new) for p in new.rglob("*.py")}
-        old_files = {p.relative_to(old) for p in old.rglob("*.py")} if old.exists() else set()
+        new_files = {p.relative_to(new) for p in new.rglob("*") if p.is_file()}
+        old_files = (
+            {
+                p.relative_to(old)
+                for p in old.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+            }
+            if old.exists()
+            else set()
+        )
         for rel in sorted(new_files | old_files):
             a, b = old / rel, new / rel
             if a.exists() and b.exists() and filecmp.cmp(a, b, shallow=False):

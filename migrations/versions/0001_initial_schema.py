@@ -12,6 +12,8 @@ import sqlmodel
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from server.migrate import note_losses
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -567,7 +569,30 @@ def upgrade() -> None:
     )
 
 
+# every table this revision creates, whose rows a downgrade to base destroys
+_TABLES = (
+    "agents",
+    "agent_versions",
+    "sessions",
+    "turns",
+    "executions",
+    "invocations",
+    "transcript_events",
+    "memory_records",
+    "memory_versions",
+    "output_uses",
+    "history_events",
+    "history_parts",
+    "principals",
+    "policies",
+    "grants",
+    "policy_bindings",
+    "idempotency_keys",
+)
+
+
 def downgrade() -> None:
+    note_losses("0001", {f"rows of {t}": f"SELECT count(*) FROM {t}" for t in _TABLES})
     op.drop_index(op.f("ix_output_uses_memory_version_id"), table_name="output_uses")
     op.drop_index(op.f("ix_output_uses_history_part_id"), table_name="output_uses")
     op.drop_index(op.f("ix_output_uses_execution_id"), table_name="output_uses")

@@ -1,5 +1,8 @@
 """memory deletions through the API (R71)
 
+Downgrade drops who deleted which record and when (the records stay DELETED): refused
+unless forced (server/migrate.py, docs/operations.md "Downgrades").
+
 Revision ID: 0004
 Revises: 0001
 """
@@ -9,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+from server.migrate import note_losses
 
 revision: str = "0004"
 down_revision: str | None = "0001"
@@ -50,6 +55,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    note_losses(
+        "0004",
+        {
+            "API deletions: who deleted which record and when (the records stay DELETED)": (
+                "SELECT count(*) FROM memory_deletions"
+            )
+        },
+    )
     op.drop_index(op.f("ix_memory_deletions_principal_id"), table_name="memory_deletions")
     op.drop_index(op.f("ix_memory_deletions_record_id"), table_name="memory_deletions")
     op.drop_index(op.f("ix_memory_deletions_agent_id"), table_name="memory_deletions")

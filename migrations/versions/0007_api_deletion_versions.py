@@ -9,9 +9,13 @@ of an execution, turn and agent version, which an API call does not have: those
 three columns become nullable, and a version has one provenance or the other
 (``version_provenance``).
 
-Downgrade removes the API deletions' versions (the record keeps its DELETED
-status, its version in force going back to the one before, as before this
-migration).
+Upgrade gives every API deletion that has no version yet (one made before this
+migration, or carried through a downgrade) its version: the text of the version in
+force before it, status DELETED, numbered after it, at the deletion's time, with
+the deletion's id. Downgrade removes the API deletions' versions (the record keeps
+its DELETED status, its version in force going back to the one before, as before
+this migration), and keeps each version's id as its deletion's, so that upgrading
+again brings back the same versions: nothing is lost either way.
 
 Revision ID: 0007
 Revises: 0006
@@ -46,6 +50,22 @@ def upgrade() -> None:
     for column in ("execution_id", "agent_version_id", "turn_id"):
         op.alter_column("memory_versions", column, existing_type=sa.Uuid(), nullable=True)
     op.create_check_constraint("version_provenance", "memory_versions", _PROVENANCE)
+    op.execute(
+        "INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary,"
+        " content, kind, labels, embedding, deletion_id, created_at)"
+        " SELECT d.id, r.id, r.agent_id, p.number + 1, 'DELETED', p.summary, p.content,"
+        " p.kind, p.labels, p.embedding, d.id, d.created_at"
+        " FROM memory_deletions d JOIN memory_records r ON r.id = d.record_id"
+        " JOIN memory_versions p ON p.id = r.current_version_id"
+        " WHERE NOT EXISTS (SELECT 1 FROM memory_versions v WHERE v.deletion_id = d.id)"
+        " AND NOT EXISTS (SELECT 1 FROM memory_versions v"
+        "  WHERE v.record_id = r.id AND v.number > p.number)"
+    )
+    op.execute(
+        "UPDATE memory_records r SET current_version_id = v.id FROM memory_versions v"
+        " WHERE v.record_id = r.id AND v.deletion_id IS NOT NULL"
+        " AND v.number = (SELECT max(n.number) FROM memory_versions n WHERE n.record_id = r.id)"
+    )
 
 
 def downgrade() -> None:
@@ -56,9 +76,13 @@ def downgrade() -> None:
         " WHERE EXISTS (SELECT 1 FROM memory_versions v"
         " WHERE v.id = r.current_version_id AND v.deletion_id IS NOT NULL)"
     )
+    op.drop_constraint("memory_versions_deletion_id_fkey", "memory_versions", type_="foreignkey")
+    # carried: the deletion takes its version's id, which upgrade gives the version back
+    op.execute(
+        "UPDATE memory_deletions d SET id = v.id FROM memory_versions v WHERE v.deletion_id = d.id"
+    )
     op.execute("DELETE FROM memory_versions WHERE deletion_id IS NOT NULL")
     op.drop_constraint("version_provenance", "memory_versions", type_="check")
     for column in ("execution_id", "agent_version_id", "turn_id"):
         op.alter_column("memory_versions", column, existing_type=sa.Uuid(), nullable=False)
-    op.drop_constraint("memory_versions_deletion_id_fkey", "memory_versions", type_="foreignkey")
     op.drop_column("memory_versions", "deletion_id")

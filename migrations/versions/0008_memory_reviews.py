@@ -4,6 +4,9 @@ One row per review (server/models/review.py). The watermark of a session (or of 
 agent without sessions) is read from these rows: the last review applied in a turn
 that committed.
 
+Downgrade drops the reviews, and so each session's watermark: refused unless forced
+(server/migrate.py, docs/operations.md "Downgrades").
+
 Revision ID: 0008
 Revises: 0007
 """
@@ -13,6 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+from server.migrate import note_losses
 
 revision: str = "0008"
 down_revision: str | None = "0007"
@@ -61,6 +66,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    note_losses(
+        "0008",
+        {
+            "memory reviews, and with them each session's review watermark": (
+                "SELECT count(*) FROM memory_reviews"
+            )
+        },
+    )
     op.drop_index(op.f("ix_memory_reviews_execution_id"), table_name="memory_reviews")
     op.drop_index("ix_memory_reviews_turn", table_name="memory_reviews")
     op.drop_index("ix_memory_reviews_place", table_name="memory_reviews")

@@ -12,12 +12,14 @@ from strawberry.scalars import JSON
 from resolvers.context import Info
 from resolvers.permissions import CanReadMemory, CanReadSessions
 from resolvers.types.base import LabelInput, Node, column, later, node_id, related
-from resolvers.types.enums import MemoryStatus, Scope
-from resolvers.types.pages import After, Connection, First, paged
+from resolvers.types.enums import ListOrder, MemoryStatus, Scope
+from resolvers.types.pages import After, Connection, First
 from server import models
 from server.domain.config import memory_config_to_json
-from server.services import history_reads, reads
+from server.errors import BadInputError
+from server.services import history_reads, memory_as_of, reads
 from server.services.agents import config_of
+from server.services.memory_as_of import Moment
 
 if TYPE_CHECKING:
     from resolvers.types.history import HistoryEventType
@@ -53,6 +55,40 @@ class MemoryRecordFilter:
     labels: list[LabelInput] | None = strawberry.field(
         default=None,
         description="Only records whose current version has every one of these label values.",
+    )
+
+
+@strawberry.input(
+    name="MemoryAsOf",
+    description="A moment of an agent's memory: a turn or a time, exactly one. The records "
+    "that stood then, each as its version in force then (its status, text, kind and "
+    "labels then), its versions up to that one.",
+)
+class MemoryAsOfInput:
+    turn_id: uuid.UUID | None = strawberry.field(
+        default=None,
+        description="A turn of this agent: the memory as that turn could see it when it "
+        "began (its session's records and the scopes its agent version reads, live or "
+        "preview as the turn was), before anything it wrote. Needs SELECT on "
+        "<namespace>.Session too; a turn of another agent is NOT_FOUND.",
+    )
+    time: datetime | None = strawberry.field(
+        default=None,
+        description="A time, with its UTC offset: the memory as this listing showed it then "
+        "(every committed record of the agent).",
+    )
+
+
+async def _moment(info: Info, agent: models.Agent, as_of: MemoryAsOfInput) -> Moment:
+    """The moment ``as_of`` names. That a turn is the agent's and readable (R10, R70)
+    was checked before the field ran (resolvers/ownership.py, ``check_on``)."""
+    if (as_of.turn_id is None) == (as_of.time is None):
+        raise BadInputError("asOf takes a turnId or a time, one of them", field="asOf")
+    if as_of.time is not None:
+        return memory_as_of.moment_at(agent_id=agent.id, at=as_of.time)
+    assert as_of.turn_id is not None
+    return await memory_as_of.moment_of_turn(
+        info.context.db, agent_id=agent.id, turn_id=as_of.turn_id
     )
 
 
@@ -115,10 +151,37 @@ class AgentType(Node):
         after: After = None,
         filter: Annotated[
             MemoryRecordFilter | None,
-            strawberry.argument(description="Only the records that match; null: every record."),
+            strawberry.argument(
+                description="Only the records that match; null: every record. With asOf, "
+                "status, kind and labels are those of the version in force then."
+            ),
+        ] = None,
+        as_of: Annotated[
+            MemoryAsOfInput | None,
+            strawberry.argument(
+                description="The memory as it stood at a turn or a time; null: as it stands."
+            ),
         ] = None,
     ) -> Connection[Annotated[MemoryRecordType, strawberry.lazy(_MEMORY)]]:
         f = filter or MemoryRecordFilter()
+        matching = reads.RecordFilter(
+            status=f.status.value if f.status else None,
+            kind=f.kind,
+            scope=f.scope.value if f.scope else None,
+            session_id=f.session_id,
+            preview=f.preview,
+            labels=tuple((lf.name, lf.value) for lf in f.labels or []),
+        )
+        if as_of is not None:
+            return await Connection.read(
+                info,
+                memory_as_of.list_records_as_of,
+                lambda item: _record(row=item[0], as_of=item[1]),
+                moment=await _moment(info, self.row, as_of),
+                first=first,
+                after=after,
+                filter=matching,
+            )
         return await Connection.read(
             info,
             reads.list_records,
@@ -126,14 +189,7 @@ class AgentType(Node):
             agent_id=self.row.id,
             first=first,
             after=after,
-            filter=reads.RecordFilter(
-                status=f.status.value if f.status else None,
-                kind=f.kind,
-                scope=f.scope.value if f.scope else None,
-                session_id=f.session_id,
-                preview=f.preview,
-                labels=tuple((lf.name, lf.value) for lf in f.labels or []),
-            ),
+            filter=matching,
         )
 
 
@@ -190,12 +246,29 @@ class SessionType(Node):
         lambda r: AgentType(row=r),
         description="The agent the session belongs to.",
     )
-    turns: Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]] = paged(
-        reads.list_turns,
-        lambda t: _turn(row=t),
-        description="The session's turns, newest first, every attempt.",
-        session_id="id",
+
+    @strawberry.field(
+        description="The session's turns, every attempt: newest first, or in the order "
+        "they began (order: OLDEST_FIRST), as a conversation reads."
     )
+    async def turns(
+        self,
+        info: Info,
+        first: First,
+        after: After = None,
+        order: Annotated[
+            ListOrder, strawberry.argument(description="Newest first (the default) or oldest.")
+        ] = ListOrder.NEWEST_FIRST,
+    ) -> Connection[Annotated[TurnType, strawberry.lazy(_TURNS)]]:
+        return await Connection.read(
+            info,
+            reads.list_turns,
+            lambda t: _turn(row=t),
+            session_id=self.row.id,
+            first=first,
+            after=after,
+            oldest_first=order is ListOrder.OLDEST_FIRST,
+        )
 
     @strawberry.field(
         description="The events the session's committed turns kept as history, newest first."

@@ -57,15 +57,28 @@ def listed(
     wrap: Callable[[Any], Any],
     *,
     description: str | None = None,
+    deprecation_reason: str | None = None,
 ) -> Any:
     """A field that lists the rows the request's dataloader ``loader`` gives for the
-    wrapped row's id, in the loader's order, each wrapped with ``wrap``."""
+    wrapped row's id, in the loader's order, each wrapped with ``wrap``. A list that has
+    a paginated twin names it in ``deprecation_reason``."""
 
     async def resolve(root: Any, info: Info) -> Any:
         rows = await getattr(info.context.loaders, loader).load(root.row.id)
         return [wrap(r) for r in rows]
 
-    return strawberry.field(resolver=resolve, description=description)
+    return strawberry.field(
+        resolver=resolve, description=description, deprecation_reason=deprecation_reason
+    )
+
+
+def paginated_instead(twin: str) -> str:
+    """The deprecation reason of a list that can grow without bound and has ``twin``, a
+    connection that pages it."""
+    return (
+        f"Unbounded: use {twin}, which pages the same items (first, after) and counts them "
+        "(totalCount)."
+    )
 
 
 def later(module: str, name: str) -> Callable[..., Any]:

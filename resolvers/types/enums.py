@@ -10,6 +10,12 @@ import strawberry
 # constraints of server.models); GraphQL shows its name.
 
 
+@strawberry.enum(description="The order of a list by time.")
+class ListOrder(Enum):
+    NEWEST_FIRST = strawberry.enum_value("newest", description="The newest first.")
+    OLDEST_FIRST = strawberry.enum_value("oldest", description="The oldest first.")
+
+
 @strawberry.enum(description="Who a memory record is for.")
 class Scope(Enum):
     _value_: str  # the stored value

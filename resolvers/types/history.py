@@ -182,7 +182,7 @@ class HistoryResultType:
         description="How many parts the event has; pass eventId in ids to read it whole."
     )
     def parts(self) -> int:
-        return len(self.hit.details.parts) or 1
+        return self.hit.parts
 
     @strawberry.field(description="The event's position in its turn's transcript.")
     def sequence(self) -> int:
@@ -193,8 +193,19 @@ class HistoryResultType:
         return self.hit.score
 
     @strawberry.field(description="For a tool result or error: the call it answers.")
-    def call(self) -> ToolCallType | None:
-        return ToolCallType.answered(self.hit.details, self.hit.event.agent_id)
+    async def call(self, info: Info) -> ToolCallType | None:
+        if self.hit.event.tool_call_id is None:
+            return None
+        details = await self._details(info)
+        return ToolCallType.answered(details, self.hit.event.agent_id)
+
+    async def _details(self, info: Info) -> EventDetails:
+        """What the event links to: read with an event read whole, else loaded."""
+        if self.hit.details is not None:
+            return self.hit.details
+        found = await info.context.loaders.history_event.load(self.hit.event.id)
+        assert found is not None
+        return found[1]
 
     @strawberry.field(description="The execution the event belongs to.")
     async def execution(self, info: Info) -> ExecutionType | None:
@@ -204,5 +215,5 @@ class HistoryResultType:
         return ExecutionType(row=row) if row else None
 
     @strawberry.field(description="The kept event, whole.")
-    def event(self) -> HistoryEventType:
-        return HistoryEventType(row=self.hit.event, details=self.hit.details)
+    async def event(self, info: Info) -> HistoryEventType:
+        return HistoryEventType(row=self.hit.event, details=await self._details(info))

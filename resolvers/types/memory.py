@@ -10,13 +10,22 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentVersionType, SessionType
-from resolvers.types.base import Node, column, node_id, related
+from resolvers.types.base import Node, column, node_id, paginated_instead, related
 from resolvers.types.enums import MemoryStatus, PrincipalKind, Scope
 from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.domain import visibility
 from server.services import reads
+
+
+@strawberry.type(
+    name="Label",
+    description="One label value of a memory version, in the shape of LabelInput.",
+)
+class LabelType:
+    name: str = strawberry.field(description="The label's name, as the agent declares it.")
+    value: str = strawberry.field(description="The value.")
 
 
 @strawberry.type(name="DeletingPrincipal", description="The principal that deleted a record.")
@@ -124,8 +133,16 @@ class MemoryVersionType(Node):
     kind: str = column(description="One of the kinds the agent declares.")
     labels: JSON = column(
         description="The values of declared labels, an object of name: value, e.g. "
-        '{"customer_id": "C-42"}; {} when none.'
+        '{"customer_id": "C-42"}; {} when none. labelList gives the same as a list.'
     )
+
+    @strawberry.field(
+        description="The values of declared labels as a list in name order, each as a "
+        "LabelInput takes it: pass the list back as an input's labels as it is."
+    )
+    def label_list(self) -> list[LabelType]:
+        return [LabelType(name=k, value=str(v)) for k, v in sorted(self.row.labels.items())]
+
     created_at: datetime = column(description="When the version was written.")
 
     @strawberry.field(description="Who wrote the version.")
@@ -148,6 +165,8 @@ class MemoryRecordType(Node):
     """A record as an API reader sees it: a change an open turn staged is not yet shown."""
 
     row: strawberry.Private[models.MemoryRecord]
+    # listed as it stood at a moment (Agent.memoryRecords(asOf)): its version in force then
+    as_of: strawberry.Private[models.MemoryVersion | None] = None
 
     @property
     def _staged(self) -> bool:
@@ -161,8 +180,10 @@ class MemoryRecordType(Node):
     id: strawberry.ID = node_id("The record's id.")
     scope: Scope = column(convert=Scope, description="Who the record is for.")
 
-    @strawberry.field(description="Where the record stands.")
+    @strawberry.field(description="Where the record stands (listed with asOf: stood then).")
     def status(self) -> MemoryStatus:
+        if self.as_of is not None:
+            return MemoryStatus(self.as_of.status)
         return MemoryStatus(visibility.effective_status(self._reader, self.row))
 
     preview: bool = column(
@@ -178,23 +199,31 @@ class MemoryRecordType(Node):
         description="The session that wrote the record.",
     )
 
-    @strawberry.field(description="The version in force.")
+    @strawberry.field(description="The version in force (listed with asOf: in force then).")
     async def current(self, info: Info) -> MemoryVersionType:
+        if self.as_of is not None:
+            return MemoryVersionType(row=self.as_of)
         version_id = visibility.version_in_force(self._reader, self.row)
         assert version_id is not None
         row = await info.context.loaders.version.load(version_id)
         assert row is not None
         return MemoryVersionType(row=row)
 
-    @strawberry.field(description="Every version, oldest first: creation, then each change.")
+    @strawberry.field(
+        description="Every version, oldest first: creation, then each change.",
+        deprecation_reason=paginated_instead("versionsConnection"),
+    )
     async def versions(self, info: Info) -> list[MemoryVersionType]:
         rows = await info.context.loaders.versions_of_record.load(self.row.id)
         if self._staged:
             rows = [r for r in rows if r.turn_id != self.row.pending_turn_id]
+        if self.as_of is not None:
+            rows = [r for r in rows if r.number <= self.as_of.number]
         return [MemoryVersionType(row=r) for r in rows]
 
     @strawberry.field(
-        description="Every version, oldest first, a page at a time; each as in versions."
+        description="Every version, oldest first, a page at a time: creation, then each "
+        "change (listed with asOf: those in force by then)."
     )
     async def versions_connection(
         self, info: Info, first: First, after: After = None
@@ -205,6 +234,7 @@ class MemoryRecordType(Node):
             lambda r: MemoryVersionType(row=r),
             record_id=self.row.id,
             staged_by=self.row.pending_turn_id,
+            through=None if self.as_of is None else self.as_of.number,
             first=first,
             after=after,
         )
@@ -221,9 +251,13 @@ class MemoryRecordType(Node):
         description="The record this one corrects.",
     )
 
-    @strawberry.field(description="The record that superseded this one.")
+    @strawberry.field(
+        description="The record that superseded this one (listed with asOf: if it had by then)."
+    )
     async def replaced_by(self, info: Info) -> MemoryRecordType | None:
         if self._staged or self.row.replaced_by_id is None:
+            return None
+        if self.as_of is not None and self.as_of.status != "SUPERSEDED":
             return None
         row = await info.context.loaders.record.load(self.row.replaced_by_id)
         return MemoryRecordType(row=row) if row else None

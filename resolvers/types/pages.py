@@ -49,7 +49,8 @@ class Edge(Generic[N]):
 
 
 @strawberry.type(
-    description="A page of items, in the order the field states; no total count is given."
+    description="A page of items, in the order the field states, with where it ends and, "
+    "when asked, how many items the whole list holds (totalCount)."
 )
 class Connection(Generic[N]):
     """A Relay-style page. Its total count is a COUNT under the page's own condition, run

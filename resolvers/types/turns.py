@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers.context import Info
 from resolvers.types.agents import AgentType, AgentVersionType, SessionType
-from resolvers.types.base import Node, column, later, listed, node_id, related
+from resolvers.types.base import Node, column, later, listed, node_id, paginated_instead, related
 from resolvers.types.enums import (
     ExecutionKind,
     ExecutionStatus,
@@ -93,6 +93,7 @@ class TurnType(Node):
         "executions_of_turn",
         lambda r: ExecutionType(row=r),
         description="Every execution of the turn, oldest first.",
+        deprecation_reason=paginated_instead("executionsConnection"),
     )
     executions_connection: Connection[ExecutionType] = paged(
         reads.list_executions,
@@ -105,6 +106,7 @@ class TurnType(Node):
         lambda r: TranscriptEventType(row=r),
         description="The turn's transcript events, in order; kept whatever the turn's end. "
         "See TranscriptEvent.payload for what of memory a reader sees.",
+        deprecation_reason=paginated_instead("transcriptConnection"),
     )
     transcript_connection: Connection[TranscriptEventType] = paged(
         reads.list_transcript,

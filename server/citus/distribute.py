@@ -5,18 +5,17 @@ It places the tables Citus does not know yet, so it runs again after every upgra
 (a later migration's new table is placed then, the others are left as they are), in
 one transaction: a refusal leaves the database as it was. Then it makes sure every
 function the schema defines is on every node (the triggers that keep
-``memory_versions.search_scope`` run on the workers' shards, migration 0009), and
-sets the database's ``citus.propagate_set_commands`` to ``local``, so that the
-``SET LOCAL`` of a memory search reaches the shard that runs it
-(:mod:`server.storage.hybrid_run`).
+``memory_versions.search_scope`` run on the workers' shards, migration 0013; the BM25
+index's are made row-level there, :mod:`server.citus.bm25`). A search's index settings
+are set by its own statement (:mod:`server.storage.nearest`), which runs whole on the
+agent's shard: nothing is set before it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, text
 
+from server.citus.bm25 import row_triggers
 from server.citus.layout import ForeignKey, Key, KeyKind, LayoutError, Placement, Table, plan
 
 _ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
@@ -139,24 +138,16 @@ def distribute(conn: Connection) -> list[str]:
     placed = placed_tables(conn)
     todo = [t for t in tables(conn) if t.name not in placed]
     steps = plan(todo, placed)
-    # Triggers on distributed tables run on the shards; the ones of migration 0009
+    # Triggers on distributed tables run on the shards; the ones of migration 0013
     # read and write only the colocated shards of the row's agent.
     conn.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
     conn.execute(text("SET LOCAL citus.multi_shard_modify_mode = 'sequential'"))
     for statement in steps.statements():
         conn.execute(text(statement))
+    row_triggers(conn)  # the BM25 index kept row by row on the shards
     for function in conn.scalars(_FUNCTIONS).all():
         conn.execute(text("SELECT create_distributed_function(:f)"), {"f": function})
-    conn.execute(text(_SET_DATABASE.format(database=_database(conn))))
     return [t.name for t in todo if t.name in _names(steps.placed)]
-
-
-_SET_DATABASE = "ALTER DATABASE \"{database}\" SET citus.propagate_set_commands = 'local'"
-
-
-def _database(conn: Connection) -> str:
-    name: Any = conn.scalar(text("SELECT current_database()"))
-    return str(name).replace('"', '""')
 
 
 def _names(statements: list[str]) -> set[str]:

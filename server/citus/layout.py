@@ -7,7 +7,8 @@
 - A table named in :data:`GLOBAL_TABLES` is a **reference** table, copied to every
   node: agents (one row each; read with every per-agent row, and their names are
   unique in a namespace, which Citus cannot enforce on a table distributed by another
-  column), principals, policies, grants, policy bindings, idempotency keys.
+  column), principals, policies, grants, policy bindings, the grants' change counter
+  (``grants_version``), idempotency keys.
 - Any other table is an error that names it: a new per-agent table carries a
   ``NOT NULL agent_id``, a new global one is added to :data:`GLOBAL_TABLES`.
 
@@ -38,7 +39,15 @@ from server.errors import DomainError
 DISTRIBUTION_COLUMN = "agent_id"
 
 GLOBAL_TABLES = frozenset(
-    {"agents", "principals", "policies", "grants", "policy_bindings", "idempotency_keys"}
+    {
+        "agents",
+        "principals",
+        "policies",
+        "grants",
+        "grants_version",
+        "policy_bindings",
+        "idempotency_keys",
+    }
 )
 
 # The coordinator's own bookkeeping: read and written by Alembic there only.

@@ -1,9 +1,8 @@
 """Session history rules (R60-R64): what a turn keeps and as which text, the header
-line a result opens with, which words of a query are keywords, and who may search
-which parts.
+line a result opens with, how a query's words weigh, and who may search which parts.
 
 Plain Python over plain values; :mod:`server.services.history_kept` and
-:mod:`server.services.history_keywords` apply the rules to the database, and the
+:mod:`server.services.history_ranking` apply the rules to the database, and the
 tests check the API against them.
 
 - R60 what is kept (:func:`kept_role`): with ``messages``, the incoming user
@@ -15,16 +14,19 @@ tests check the API against them.
   (:mod:`server.domain.history_parts`).
 - R62 the header line (:func:`header`): ``turn 12, user``, ``turn 12, agent``
   or ``turn 12, tool <name>``.
-- R62 keywords (:func:`keyword_query`): the keyword half of a search leaves out
-  the query's words that more than ``COMMON_WORD_SHARE`` of the session's parts
-  (and more than ``COMMON_WORD_MIN_COUNT``) contain, such as a speaker's name or
-  a word every reply uses: they match nearly every part, so they only drown the
-  words that tell parts apart. The meaning half reads the whole query.
+- R62 keywords: a part's keyword score is its BM25 (:mod:`server.domain.bm25`),
+  the document frequencies counted over the session's parts. The keyword half of
+  a search finds its candidates by the query's words except those that more than
+  ``PRESET.seeking.common_share`` of the session's parts (and more than
+  ``common_min``) contain, such as a speaker's name or a word every reply uses:
+  they match nearly every part, so they only drown the words that tell parts
+  apart (their small idf still counts in every score). The meaning half reads the
+  whole query.
 - R62 ranking in context: the candidates those two halves find are not ranked
   alone. Every part of their turns is ranked by
   :func:`server.domain.ranking.rank_in_context` under ``CONTEXT``: a blend of its
-  cosine and its keyword weight (the :func:`keyword_weight` of each query word it
-  holds, common words included), each read with the parts before and after it and
+  cosine and its keyword weight (its BM25 score, common words included), each read
+  with the parts before and after it and
   with its turn, a gain when it was kept in a period the query names
   (:func:`server.domain.dates.query_periods`), plus recency as in memory search;
   newer wins ties.
@@ -37,8 +39,6 @@ tests check the API against them.
 from __future__ import annotations
 
 import json
-import math
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,28 +56,15 @@ Role = Literal["user", "agent", "tool"]
 HistoryIndex = Literal["messages", "messages_and_tools"]
 
 # Ranking (R62): the history fusion preset (the memory search's, with half its candidate
-# pool), and the memory search's default least cosine a part found by meaning alone
-# needs (history has no search settings of its own).
+# pool, and a session's common words finding no keyword candidates), and the memory
+# search's default least cosine a part found by meaning alone needs (history has no
+# search settings of its own).
 PRESET: FusionPreset = HISTORY_FUSION_PRESET
 MIN_SCORE = DEFAULT_MIN_SCORE
-
-# Keywords (R62): a query word in more than this share of the parts searched is too
-# common to say which part is meant; the keyword search leaves it out (chosen by
-# leave-one-conversation-out, docs/history.md).
-COMMON_WORD_SHARE = 0.05
-# A word in at most this many parts still narrows the search to a handful: it is kept
-# whatever its share (a short session has no common words).
-COMMON_WORD_MIN_COUNT = 10
-# The most parts read to count the words (the newest are not preferred: any sample
-# of this size estimates the shares), and the most distinct query words counted.
-COMMON_WORD_SAMPLE = 5_000
-COMMON_WORD_CHECKED = 32
 
 # Ranking in context (R62): the named preset of the shares a part's score takes from its
 # cosine, its keyword weight, the part before it and its turn (see server.domain.ranking).
 CONTEXT: ContextPreset = HISTORY_CONTEXT_PRESET
-
-_WORD = re.compile(r"\w+(?:'\w+)*")
 
 # Transcript event types: the runtime's (recordEvents) and the server's own.
 USER_MESSAGE = "message.user"
@@ -158,46 +145,6 @@ def native_result_text(output: Mapping[str, Any] | None, error: str | None) -> s
                 f"{item.get('summary', '')}"
             )
     return "\n".join(lines) if lines else compact_json(output or {})
-
-
-def query_words(query: str, *, limit: int = COMMON_WORD_CHECKED) -> list[str]:
-    """The distinct words of ``query``, lower-cased, in order, at most ``limit``."""
-    return _distinct_words(query)[:limit]
-
-
-def _distinct_words(query: str) -> list[str]:
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-
-
-def keyword_query(
-    query: str,
-    counts: Mapping[str, int | None],
-    parts: int,
-    *,
-    share: float = COMMON_WORD_SHARE,
-    min_count: int = COMMON_WORD_MIN_COUNT,
-) -> str:
-    """The text the keyword search reads for ``query`` (R62).
-
-    ``counts[w]`` is how many of ``parts`` sampled parts hold word ``w`` of
-    :func:`query_words` (``None``: the word has no keyword, a stop word). Words in
-    more than ``share`` of the parts and in more than ``min_count`` parts are left
-    out; the query is returned as is when none is, or when nothing else is left.
-    """
-    words = _distinct_words(query)
-    floor = max(share * parts, min_count)
-    common = {w for w in words if (n := counts.get(w)) is not None and n > floor}
-    if not common:
-        return query
-    kept = [w for w in words if w not in common and counts.get(w, 0) is not None]
-    return " ".join(kept) if kept else query
-
-
-def keyword_weight(count: int, parts: int) -> float:
-    """How much a query word found in ``count`` of ``parts`` sampled parts tells (R62):
-    its inverse document frequency, ``ln(1 + (parts - count + 0.5) / (count + 0.5))``
-    (BM25's), so a word every part holds weighs almost nothing and a rare one much."""
-    return math.log(1.0 + (parts - count + 0.5) / (count + 0.5))
 
 
 SEARCH_FIRST = (

@@ -14,11 +14,12 @@ preset ``p``. A candidate is one memory version or one history-event part.
 Signals::
 
     cosine(c)  = 1 - (embedding <=> :query_embedding)        -- in [-1, 1]
-    lexical(c) = ts_rank_cd(tsv, :tsquery)   -- a match only if tsv @@ :tsquery
-                                             -- and the rank is > 0
+    lexical(c) = BM25(c, :query)   -- server.domain.bm25: a match only if
+                                   -- tsv @@ :tsquery and c holds a query term
 
-A rank of 0 is not a keyword match: a query such as ``-word`` "matches" every
-text without the word, and such texts share no word with the query.
+A text that holds no term of the query is not a keyword match: a query such as
+``-word`` "matches" every text without the word, and such texts share no word
+with the query (and have no BM25 score).
 
 Candidate lists, with ``P = p.pool_size(limit) = max(limit * p.pool_factor,
 p.candidate_pool)`` and ``vrank``/``lrank`` 1-based positions::
@@ -29,7 +30,10 @@ p.candidate_pool)`` and ``vrank``/``lrank`` 1-based positions::
        the first P.                              lrank = position in L
 
 (Taking the top P by cosine and then dropping those under ``min_score`` gives
-the same V: the threshold only trims the tail.)
+the same V: the threshold only trims the tail. Storage finds L among the first
+P postings of each query term, :mod:`server.storage.bm25`: the same L whenever
+no term is held by more than P of the reader's documents; beyond that, a match
+past the first P of every term it holds is not a candidate.)
 
 Modes:
 
@@ -66,8 +70,8 @@ turns, so an answer is found through the question before it::
                   -- prev, next: the parts before and after t in its turn (event
                   -- sequence, part); a missing one adds 0
     cs = near(cosine), ls = near(keyword weight)
-                  -- keyword weight: the summed inverse document frequency of
-                  -- the query's words the part holds (0: none)
+                  -- keyword weight: the part's BM25 score (0: it holds no
+                  -- word of the query)
     blend(t)    = c.cosine_share * (cs(t) - min cs) / (max cs - min cs)
                 + (1 - c.cosine_share) * ls(t) / max ls      -- a 0/0 term is 0
     score(t)    = blend(t) + c.turn_share * max(blend in t's turn)
@@ -120,7 +124,7 @@ class Candidate:
     """One record version or history part with the signals the query found for it.
 
     ``cosine`` is set when it was in the vector candidate list, ``lexical`` when it
-    matched the full-text query (``ts_rank_cd``).
+    matched the full-text query (its BM25 score, :mod:`server.domain.bm25`).
     """
 
     key: str
@@ -138,7 +142,7 @@ _Scored = tuple[float, Candidate]
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A result: ``score`` is the cosine, the full-text rank or the fused score, by mode."""
+    """A result: ``score`` is the cosine, the BM25 score or the fused score, by mode."""
 
     key: str
     score: float
@@ -192,6 +196,68 @@ def rank(
 
     scored.sort(key=_order)
     return [Ranked(c.key, score, c.cosine, c.lexical) for score, c in scored[:limit]]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a result ranked where it did: each term of its score (R41).
+
+    In ``hybrid`` mode the score is ``meaning_term + keyword_term + recency_term``: a
+    signal's term is its reciprocal-rank-fusion term, from the result's position in that
+    signal's candidate list (``meaning_rank``, ``keyword_rank``; None, with a term of 0,
+    when it was not a candidate by that signal), and the recency term comes from its age.
+    In ``vector`` mode the score is the cosine (the meaning term); in ``lexical`` mode the
+    full-text rank (the keyword term); neither has a recency term."""
+
+    mode: Mode
+    score: float
+    meaning_rank: int | None
+    meaning_term: float
+    keyword_rank: int | None
+    keyword_term: float
+    age_days: float
+    recency_term: float
+
+
+def explain(
+    *,
+    mode: Mode,
+    score: float,
+    created_at: datetime,
+    now: datetime,
+    meaning_rank: int | None,
+    keyword_rank: int | None,
+    preset: FusionPreset = DEFAULT_PRESET,
+) -> Explanation:
+    """The terms of a result's ``score`` as :func:`rank` sums them, given its 1-based
+    positions in the candidate lists by meaning and by keywords (None: not in one)."""
+    age = max((now - created_at).total_seconds(), 0.0) / _SECONDS_PER_DAY
+    if mode != "hybrid":
+        by_meaning = mode == "vector"
+        return Explanation(
+            mode=mode,
+            score=score,
+            meaning_rank=meaning_rank if by_meaning else None,
+            meaning_term=score if by_meaning else 0.0,
+            keyword_rank=None if by_meaning else keyword_rank,
+            keyword_term=0.0 if by_meaning else score,
+            age_days=age,
+            recency_term=0.0,
+        )
+    k = preset.rrf_k
+    meaning = 0.0 if meaning_rank is None else rrf_term(meaning_rank, preset.vector_weight, k)
+    keywords = 0.0 if keyword_rank is None else rrf_term(keyword_rank, preset.lexical_weight, k)
+    fresh = preset.recency_weight * recency(created_at, now, preset) / (k + 1)
+    return Explanation(
+        mode=mode,
+        score=score,
+        meaning_rank=meaning_rank,
+        meaning_term=meaning,
+        keyword_rank=keyword_rank,
+        keyword_term=keywords,
+        age_days=age,
+        recency_term=fresh,
+    )
 
 
 def _fuse(

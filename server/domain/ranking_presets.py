@@ -4,7 +4,9 @@ docs/history.md how the history ones were chosen."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from server.domain.bm25 import Seeking
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +21,9 @@ class FusionPreset:
     recency_half_life_days: float
     candidate_pool: int
     pool_factor: int
+    # which of a query's terms find keyword candidates, and how deep each reads
+    # (server.domain.bm25.seekers, depths): the rarest up to 8 pools of postings in all
+    seeking: Seeking = field(default_factory=lambda: Seeking(most=32, budget=8))
 
     def __post_init__(self) -> None:
         if self.rrf_k < 0:
@@ -84,13 +89,20 @@ class ContextPreset:
         return self.fusion.recency_weight * max(self.cosine_share, 1.0 - self.cosine_share)
 
 
-# A history search's candidates: half the memory search's pool (docs/history.md).
-HISTORY_FUSION_PRESET = replace(DEFAULT_PRESET, name="history", candidate_pool=20, pool_factor=2)
+# A history search's candidates: the memory search's pool at a limit of 10, less as the
+# limit grows, and a session's common words find none (docs/history.md).
+HISTORY_FUSION_PRESET = replace(
+    DEFAULT_PRESET,
+    name="history",
+    candidate_pool=40,
+    pool_factor=2,
+    seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
+)
 
 # Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
 HISTORY_CONTEXT_PRESET = ContextPreset(
     name="history_context",
-    cosine_share=0.5,
+    cosine_share=0.6,
     context_share=0.3,
     turn_share=0.75,
     fusion=HISTORY_FUSION_PRESET,

@@ -18,6 +18,7 @@ from server.models.agents import (
 )
 from server.models.auth import (
     Grant,
+    GrantsVersion,
     IdempotencyKey,
     MemoryDeletion,
     Policy,
@@ -26,6 +27,14 @@ from server.models.auth import (
 )
 from server.models.history import HistoryEvent, HistoryPart
 from server.models.memory import EMBEDDING_DIM, MemoryRecord, MemoryVersion, OutputUse
+from server.models.postings import (
+    HISTORY_POSTINGS,
+    HISTORY_TERM_STATS,
+    MEMORY_POSTINGS,
+    MEMORY_TERM_DELTAS,
+    MEMORY_TERM_FLUSHES,
+    MEMORY_TERM_STATS,
+)
 from server.models.review import MemoryReview
 
 metadata = SQLModel.metadata
@@ -40,10 +49,17 @@ def table(model: type[SQLModel]) -> Table:
 
 __all__ = [
     "EMBEDDING_DIM",
+    "HISTORY_POSTINGS",
+    "HISTORY_TERM_STATS",
+    "MEMORY_POSTINGS",
+    "MEMORY_TERM_DELTAS",
+    "MEMORY_TERM_FLUSHES",
+    "MEMORY_TERM_STATS",
     "Agent",
     "AgentVersion",
     "Execution",
     "Grant",
+    "GrantsVersion",
     "HistoryEvent",
     "HistoryPart",
     "IdempotencyKey",

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, UniqueConstraint, text
+from sqlalchemy import Column, Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from server.models._columns import (
@@ -101,6 +101,13 @@ class Execution(SQLModel, table=True):
     __table_args__ = (
         one_of("kind", EXECUTION_KINDS, name="execution_kind"),
         one_of("status", EXECUTION_STATUSES, name="execution_status"),
+        # a conversation's recorded recalls by the set of versions each returned (R42)
+        Index(
+            "ix_executions_recall_digest",
+            "parent_id",
+            "recall_digest",
+            postgresql_where=text("recall_digest IS NOT NULL"),
+        ),
     )
 
     id: uuid.UUID = id_field()
@@ -115,6 +122,9 @@ class Execution(SQLModel, table=True):
     error: str | None = None
     created_at: datetime = created_at_field()
     ended_at: datetime | None = optional_time_field()
+    # A recorded recall: the digest of the set of record versions it returned, so that
+    # a repeat is found by one indexed lookup (R42, server/services/recall.py).
+    recall_digest: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
 
 
 class Invocation(SQLModel, table=True):

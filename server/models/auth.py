@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from server.models._columns import (
@@ -108,3 +108,18 @@ class IdempotencyKey(SQLModel, table=True):
     request_hash: str
     result: dict[str, Any] = json_field(nullable=False)
     created_at: datetime = created_at_field()
+
+
+class GrantsVersion(SQLModel, table=True):
+    """One row counting the changes of policies, grants and bindings
+    (``server/services/policies.py``, migration 0009). A caller built from them stays good
+    while this number and its principal's row are unchanged
+    (:class:`server.services.callers.Callers`)."""
+
+    __tablename__ = "grants_version"
+    __table_args__ = (CheckConstraint("id = 1", name="grants_version_one_row"),)
+
+    id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
+    version: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default="0")
+    )

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import Column, Computed, Index
-from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.dialects.postgresql import BIT, TSVECTOR
+from sqlalchemy.orm import Unmapped, unmapped_column
 from sqlmodel import Field, SQLModel
 
 from server.models._columns import Embedding, created_at_field, fk, id_field
-from server.models.memory import EMBEDDING_DIM
+from server.models.memory import BITS_EXPRESSION, EMBEDDING_DIM
 
 PART_TSV_EXPRESSION = "to_tsvector('english'::regconfig, text)"
 
@@ -40,11 +41,18 @@ class HistoryEvent(SQLModel, table=True):
 
 class HistoryPart(SQLModel, table=True):
     """A searchable piece of a kept event. No vector index: a history search ranks its
-    session's parts exactly (migration 0006)."""
+    session's parts itself (migrations 0006, 0012)."""
 
     __tablename__ = "history_parts"
     __table_args__ = (
-        Index("ix_history_parts_session_turn", "session_id", "turn_number"),
+        # A session's parts as one range of small tuples: what the history gate reads and
+        # the embedding's bits, so ranking them by Hamming distance reads no heap row.
+        Index(
+            "ix_history_parts_session_turn",
+            "session_id",
+            "turn_number",
+            postgresql_include=["agent_id", "preview", "id", "embedding_bits"],
+        ),
         Index("ix_history_parts_tsv", "search_tsv", postgresql_using="gin"),
     )
 
@@ -63,3 +71,8 @@ class HistoryPart(SQLModel, table=True):
         sa_column=Column(TSVECTOR, Computed(PART_TSV_EXPRESSION, persisted=True), nullable=True),
     )
     created_at: datetime = created_at_field()
+    # Kept by the database (migration 0012) and read by searches only, never loaded with
+    # a part: the embedding's signs.
+    embedding_bits: ClassVar[Unmapped[str]] = unmapped_column(
+        BIT(EMBEDDING_DIM), Computed(BITS_EXPRESSION, persisted=True), nullable=False
+    )

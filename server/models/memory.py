@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     BigInteger,
@@ -25,7 +25,8 @@ from sqlalchemy import (
     String,
     text,
 )
-from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.dialects.postgresql import BIT, TSVECTOR
+from sqlalchemy.orm import Unmapped, unmapped_column
 from sqlmodel import Field, SQLModel
 
 from server.models._columns import Embedding, created_at_field, fk, id_field, json_field, one_of
@@ -33,6 +34,10 @@ from server.models._columns import Embedding, created_at_field, fk, id_field, js
 EMBEDDING_DIM = 384
 SCOPES = ("SESSION", "AGENT")
 TSV_EXPRESSION = "to_tsvector('english'::regconfig, summary || ' ' || coalesce(content, ''))"
+# The embedding's signs, one bit a dimension (pgvector's binary_quantize): a search ranks an
+# agent's versions by Hamming distance on these first, then its best by cosine (migration
+# 0012, server/storage/candidates.py).
+BITS_EXPRESSION = f"(binary_quantize(embedding))::bit({EMBEDDING_DIM})"
 
 
 class MemoryRecord(SQLModel, table=True):
@@ -89,6 +94,20 @@ class MemoryVersion(SQLModel, table=True):
             "agent_id",
             postgresql_where=text("search_scope IS NULL"),
         ),
+        # An agent's versions as one range of small tuples: what the search gate reads and
+        # the embedding's bits, so ranking them by Hamming distance reads no heap row.
+        Index(
+            "ix_memory_versions_agent_bits",
+            "agent_id",
+            postgresql_include=[
+                "id",
+                "record_id",
+                "search_scope",
+                "session_id",
+                "kind",
+                "embedding_bits",
+            ],
+        ),
         one_of("search_scope", ("AGENT", "SESSION", "NONE"), name="version_search_scope"),
         CheckConstraint(
             "deletion_id IS NOT NULL OR (execution_id IS NOT NULL AND agent_version_id IS NOT "
@@ -128,6 +147,11 @@ class MemoryVersion(SQLModel, table=True):
     # depends on the reader. Searches filter on it instead of joining records (R10-R14).
     search_scope: str | None = Field(
         default=None, sa_column=Column(String, FetchedValue(), FetchedValue(), nullable=True)
+    )
+    # Kept by the database (migration 0012) and read by searches only, never loaded with
+    # a version: the embedding's signs.
+    embedding_bits: ClassVar[Unmapped[str]] = unmapped_column(
+        BIT(EMBEDDING_DIM), Computed(BITS_EXPRESSION, persisted=True), nullable=False
     )
 
 

@@ -119,6 +119,12 @@ async def authenticate(db: AsyncSession, *, token: str, now: datetime | None = N
     principal: Principal | None = await db.scalar(
         select(Principal).where(col(Principal.token_hash) == hash_token(token))
     )
+    return usable(principal, now=now)
+
+
+def usable(principal: Principal | None, *, now: datetime | None = None) -> Principal:
+    """The principal a token found, if it may call: UNAUTHENTICATED if there is none, or
+    it is revoked or expired."""
     if principal is None:
         raise UnauthenticatedError("invalid token")
     if principal.revoked_at is not None:

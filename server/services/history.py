@@ -104,7 +104,10 @@ async def prepare_keep(
 ) -> Prepared | None:
     """Read, split and embed what committing the open turn will keep, before the commit
     locks the turn: the forward pass then holds no lock. :func:`keep_turn` uses it when
-    nothing was recorded in between, and does the work again otherwise."""
+    nothing was recorded in between, and does the work again otherwise. ``None``: the
+    turn is not open; a turn that keeps nothing (history off, a replay, no session, no
+    kept event) has a :class:`Prepared` with nothing in it, which keeping needs no more
+    statements to know."""
     agent_id = await agent_of(db, Turn, turn_id)
     row = (await db.execute(_turn_to_keep(), {"turn": turn_id, "agent": agent_id})).first()
     if row is None:
@@ -125,7 +128,7 @@ async def keep_turn(
     facts = _TurnFacts.of(turn)
     if prepared is None or prepared.event_seq != turn.event_seq:
         prepared = await _prepare(db, embedder, facts)
-    if prepared is None:
+    if not prepared.kept:
         return
     events: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
@@ -238,18 +241,19 @@ def _keeping() -> Any:
 
 async def _prepare(
     db: AsyncSession, embedder: Embedder, turn: _TurnFacts, config: HarnessConfig | None = None
-) -> Prepared | None:
+) -> Prepared:
+    nothing = Prepared(turn.event_seq, [], [], [])  # keeping it writes nothing
     if turn.session_id is None or turn.replay_of_id is not None:
-        return None
+        return nothing
     if config is None:
         config = config_of(
             *await version_and_agent(db, turn.agent_version_id, agent_id=turn.agent_id)
         )
     if config.history is None:
-        return None
+        return nothing
     kept = await kept_events(db, turn.id, config.history.index)
     if not kept:
-        return None
+        return nothing
     pieces = await _split(embedder, [k.text for k in kept])
     embedded = await embedder.embed([p for parts in pieces for p in parts], bulk=True)
     return Prepared(turn.event_seq, kept, pieces, list(embedded.vectors))

@@ -11,7 +11,9 @@ the ``embed`` usage of its embedding (an invocation no limit counts, and a
 With a query it returns the best parts the reader may see
 (:func:`server.services.history_ranking.rank_parts`), each with its event. With
 ``ids`` it reads those events whole, in the order asked; an id the reader may
-not see is left out, as an unknown one is.
+not see is left out, as an unknown one is. (An event of another session, or a
+preview turn's named by a live turn, never gets here: the call is refused before it
+runs, resolvers/ownership.py.)
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from server.domain.text import check_text
 from server.embedding import Embedder
 from server.errors import BadInputError, NotAllowedError
 from server.models import Execution, HistoryEvent, HistoryPart
-from server.services.history_ranking import rank_parts
+from server.services.history_ranking import ranked_parts
 from server.services.history_reads import EventDetails, event_details, events_by_id
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turn_scope import TurnScope
@@ -42,24 +44,35 @@ TOOL = "search_history"
 
 @dataclass(frozen=True, slots=True)
 class HistoryHit:
-    """One result: a part of an event (``part`` set), or the event whole (``ids``)."""
+    """One result: a part of an event (``part`` set), or the event whole (``ids``).
+    ``details``: what the event links to, read with an event read whole; for a part a
+    query found, None (a reader that wants them loads them: the search does not)."""
 
     event: HistoryEvent
     part: HistoryPart | None
     score: float | None
-    details: EventDetails
+    details: EventDetails | None
 
     @property
     def text(self) -> str:
         return self.part.text if self.part is not None else self.event.text
 
+    @property
+    def parts(self) -> int:
+        """How many parts the event has."""
+        if self.part is not None:
+            return self.part.parts
+        assert self.details is not None
+        return self.details.parts[0].parts if self.details.parts else 1
+
     def to_json(self) -> dict[str, Any]:
+        """Named as the HistoryResult type names them (partId: the part read)."""
         return {
-            "event": str(self.event.id),
-            "part": str(self.part.id) if self.part is not None else None,
+            "eventId": str(self.event.id),
+            "partId": str(self.part.id) if self.part is not None else None,
             "turn": self.event.turn_number,
-            "partNumber": self.part.part if self.part is not None else None,
-            "parts": self.details.parts[0].parts if self.details.parts else 1,
+            "part": self.part.part if self.part is not None else None,
+            "parts": self.parts,
             "score": self.score,
         }
 
@@ -99,9 +112,7 @@ async def search_history(
     async def body(scope: TurnScope, execution: Execution) -> list[HistoryHit]:
         hits = await _search(db, embedder, scope, execution, query=query, ids=ids, limit=limit)
         parts = [
-            (rank, part.id)
-            for rank, hit in enumerate(hits, start=1)
-            for part in ([hit.part] if hit.part is not None else hit.details.parts)
+            (rank, part.id) for rank, hit in enumerate(hits, start=1) for part in _parts_shown(hit)
         ]
         await record_retrieved(db, scope, execution, parts=parts)
         return hits
@@ -113,8 +124,18 @@ async def search_history(
         input=args,
         body=body,
         output=lambda hits: {"events": [h.to_json() for h in hits]},
+        writes=False,
     )
     return HistorySearch(execution=execution, hits=hits)
+
+
+def _parts_shown(hit: HistoryHit) -> list[HistoryPart]:
+    """The parts a hit put before the model: its part, or every part of an event read
+    whole."""
+    if hit.part is not None:
+        return [hit.part]
+    assert hit.details is not None
+    return hit.details.parts
 
 
 # What a call may ask for: results by default and at most, the longest query, the most
@@ -166,10 +187,8 @@ async def _search(
     assert query is not None
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
-    found = await rank_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
-    parts = await _parts(db, [h.key for h in found], agent_id=reader.agent_id)
-    events = await events_by_id(db, {p.event_id for p in parts.values()}, agent_id=reader.agent_id)
-    return await _hits(db, events, [(parts[h.key].event_id, parts[h.key], h.score) for h in found])
+    found = await ranked_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
+    return [HistoryHit(event, part, score, None) for part, event, score in found]
 
 
 async def _read_whole(
@@ -220,10 +239,16 @@ async def load_hits(
 ) -> list[HistoryHit]:
     """The hits of a stored search output of ``agent_id`` (an idempotent replay reloads
     them)."""
-    events = await events_by_id(db, {uuid.UUID(h["event"]) for h in stored}, agent_id=agent_id)
-    parts = await _parts(db, [uuid.UUID(h["part"]) for h in stored if h["part"]], agent_id=agent_id)
+    events = await events_by_id(db, {uuid.UUID(h["eventId"]) for h in stored}, agent_id=agent_id)
+    parts = await _parts(
+        db, [uuid.UUID(h["partId"]) for h in stored if h["partId"]], agent_id=agent_id
+    )
     found = [
-        (uuid.UUID(h["event"]), parts.get(uuid.UUID(h["part"])) if h["part"] else None, h["score"])
+        (
+            uuid.UUID(h["eventId"]),
+            parts.get(uuid.UUID(h["partId"])) if h["partId"] else None,
+            h["score"],
+        )
         for h in stored
     ]
     return await _hits(db, events, found)

@@ -96,8 +96,15 @@ async def add_memory(
         forward = _refused()  # the body refuses such input before it needs a vector
     embedding = asyncio.ensure_future(forward)
     try:
+        # a new record refuses only before it writes; a replacement may after (CONFLICT)
         return await run_tool(
-            db, ref=ref, name="add_memory", input=args, output_key="memories", body=body
+            db,
+            ref=ref,
+            name="add_memory",
+            input=args,
+            output_key="memories",
+            body=body,
+            atomic=replaces is not None,
         )
     finally:
         if not embedding.done():
@@ -151,5 +158,11 @@ async def _on_record(
         return [await act(ts, execution)]
 
     return await run_tool(
-        db, ref=ref, name=name, input={"id": str(record_id)}, output_key=output_key, body=body
+        db,
+        ref=ref,
+        name=name,
+        input={"id": str(record_id)},
+        output_key=output_key,
+        body=body,
+        writes=writes,
     )

@@ -58,6 +58,7 @@ async def delete_record(
         number=await next_version_number(db, record.id, agent_id=record.agent_id),
         status="DELETED",
         deletion_id=deletion.id,
+        created_at=deletion.created_at,  # one time for the deletion (migration 0007)
         **{key: getattr(current, key) for key in VERSION_TEXT},
     )
     db.add(version)

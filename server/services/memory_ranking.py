@@ -16,8 +16,8 @@ commits, R12), so the vector and keyword candidates are filtered without a join.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -32,15 +32,19 @@ from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.embedding import Embedder
-from server.models import MemoryRecord, MemoryVersion, table
+from server.embedding_packing import Vector
+from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
+from server.services.search_paths import path_of
 from server.storage.built import built_once
-from server.storage.candidates import SearchSource
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
+from server.storage.nearest import Path
+from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
+from server.storage.source import SearchSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,9 @@ class MemoryQuery:
     limit: int
     filters: Filters = NO_FILTERS
     preset: FusionPreset = DEFAULT_PRESET
+    # how the candidates by meaning are found (server.storage.nearest); None: as the
+    # agent's share of the table says. Forced by the tests and the bench only.
+    path: Path | None = None
 
 
 def _found_by(
@@ -106,17 +113,16 @@ def _found_by(
     return and_(*conds)
 
 
-def _source(reader: Reader, where: ColumnElement[bool]) -> SearchSource:
-    return SearchSource(
-        from_=table(MemoryVersion),
-        key=table(MemoryVersion).c.id,
-        embedding=MemoryVersion.embedding,
-        tsv=MemoryVersion.search_tsv,
-        created_at=table(MemoryVersion).c.created_at,
+def _source(reader: Reader, where: ColumnElement[bool], *, filtered: bool) -> SearchSource:
+    return SearchSource.of(
+        MemoryVersion,
         where=where,
-        # Picks exact ranking for an agent with few versions; the gate above decides
-        # what may be found.
+        # Picks ranking by the embedding's bits for an agent with few versions, the HNSW
+        # index for one with many; the gate above decides what may be found.
         probe=select(literal(1)).where(col(MemoryVersion.agent_id) == reader.agent_id),
+        keywords=memory_postings(reader),
+        # the postings know who may find a version, not its kind or labels
+        bounded=not (filtered or reader.api),
     )
 
 
@@ -137,6 +143,7 @@ class _Shape:
     vector: bool
     limit: int
     preset: FusionPreset
+    path: Path | None
 
 
 @built_once
@@ -158,7 +165,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
     )
     return build_search(
-        source=_source(reader, where),
+        source=_source(reader, where, filtered=shape.kind or shape.labels or shape.ids),
         text='"' if shape.web else "",
         vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
         mode=shape.mode,
@@ -166,6 +173,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         limit=shape.limit,
         preset=shape.preset,
         now=datetime.now(UTC),
+        path=shape.path,
     )
 
 
@@ -226,6 +234,7 @@ def ranking_statement(
         vector=vector is not None,
         limit=limit,
         preset=query.preset,
+        path=query.path,
     )
     params = search_parameters(
         text=text,
@@ -248,14 +257,17 @@ def ranking_statement(
     return (_with_rows(shape) if with_rows else _statement(shape)), params
 
 
-async def ranked(db: AsyncSession, reader: Reader, query: MemoryQuery) -> list[Found]:
-    """The best ``query.limit`` records for ``query`` (R41), best first."""
+async def ranked(
+    db: AsyncSession, reader: Reader, query: MemoryQuery, *, now: datetime | None = None
+) -> list[Found]:
+    """The best ``query.limit`` records for ``query`` (R41), best first; ``now``: the
+    moment recency is measured from (the call's own by default)."""
     if query.limit == 0:
         return []
-    stmt, params = ranking_statement(reader, query, with_rows=True)
-    rows = await scanned_rows(
-        db, stmt, params, mode=query.mode, limit=query.limit, preset=query.preset
-    )
+    if query.path is None and query.mode != "lexical":
+        query = replace(query, path=await path_of(db, reader.agent_id))
+    stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
+    rows = await scanned_rows(db, stmt, params)
     return [
         Found(
             record=r[1],
@@ -277,11 +289,17 @@ async def ranked_by(
     query: str,
     limit: int,
     filters: Filters = NO_FILTERS,
+    embedding: Awaitable[tuple[Vector, int]] | None = None,
 ) -> tuple[list[Found], int | None]:
     """:func:`ranked` as the agent version's ``harness.memory.search`` says (R6, R41): the
     query embedded unless the mode is lexical, its mode and minimum score. With the
-    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43)."""
-    vector, tokens = (None, None) if search.mode == "lexical" else await embedder.embed_one(query)
+    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43).
+    ``embedding``: the query's embedding, started by the caller as the call arrived."""
+    vector, tokens = (
+        (None, None)
+        if search.mode == "lexical"
+        else await (embedding if embedding is not None else embedder.embed_one(query))
+    )
     items = await ranked(
         db, reader, MemoryQuery(query, vector, search.mode, search.min_score, limit, filters)
     )

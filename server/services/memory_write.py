@@ -112,6 +112,7 @@ async def write_record(
             dropping=old[0].id if old and old[0].pinned else None,
         )
     embedded = await vector()
+    version_id = uuid.uuid4()
     record = MemoryRecord(
         id=record_id,
         agent_id=ts.turn.agent_id,
@@ -121,6 +122,7 @@ async def write_record(
         pinned=pinned,
         replaces_id=replaces,
         turn_id=ts.turn.id,
+        current_version_id=version_id,
     )
     version = new_version(
         ts,
@@ -134,12 +136,9 @@ async def write_record(
         kind=fields.kind,
         labels=fields.labels,
         embedding=embedded,
+        id=version_id,
     )
-    # the record names its first version as it is written: no UPDATE after
-    record.current_version_id = version.id
-    db.add(record)
-    await db.flush()
-    db.add(version)
+    db.add_all([record, version])  # one flush: the record, then its version
     await db.flush()
     remember(db, record.id, record.agent_id)
     remember(db, version.id, record.agent_id)
@@ -172,6 +171,7 @@ async def delete_record(
         return await change_status(
             db, ts, execution, ref, record=record, version=version, status="DELETED"
         )
+    version_id = uuid.uuid4()
     marker = MemoryRecord(
         agent_id=ts.turn.agent_id,
         session_id=ts.turn.session_id,
@@ -180,11 +180,11 @@ async def delete_record(
         preview=True,
         replaces_id=record.id,
         turn_id=ts.turn.id,
+        current_version_id=version_id,
     )
-    new = new_version(ts, execution, ref, record=marker, number=1, status="DELETED", like=version)
-    marker.current_version_id = new.id
-    db.add(marker)
-    await db.flush()
-    db.add(new)
+    new = new_version(
+        ts, execution, ref, record=marker, number=1, status="DELETED", like=version, id=version_id
+    )
+    db.add_all([marker, new])  # one flush: the record, then its version
     await db.flush()
     return MemoryItem(record=marker, version=new)

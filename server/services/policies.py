@@ -6,6 +6,11 @@ binding attaches a policy to a principal (the client link), to an agent (the
 execution link: every execution of the agent) or to a tool (the tool link,
 for tools running in that namespace's agents). An agent binding must stay in
 the policy's namespace.
+
+Every change counts up ``grants_version`` in its own transaction (:func:`_changed`):
+the callers a server keeps are good only while that number stands
+(:mod:`server.services.callers`). A policy, grant or binding changed by hand in the
+database must count it up too.
 """
 
 from __future__ import annotations
@@ -14,14 +19,14 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain.grants import Grant as GrantRule
 from server.domain.text import check_name
 from server.errors import BadInputError, NotFoundError
-from server.models import Agent, Grant, Policy, PolicyBinding
+from server.models import Agent, Grant, GrantsVersion, Policy, PolicyBinding
 from server.services.auth import find_principal
 from server.storage.rows import insert_unique, rows_changed
 
@@ -42,6 +47,17 @@ async def _insert(db: AsyncSession, row: object, conflict: str) -> None:
     """Insert one row in a savepoint; a unique violation is a CONFLICT and changes nothing."""
     async with db.begin_nested():
         await insert_unique(db, row, conflict)
+    await _changed(db)
+
+
+async def _changed(db: AsyncSession) -> None:
+    """Count a change of policies, grants or bindings, in the transaction that makes it:
+    every kept caller is built again (:mod:`server.services.callers`)."""
+    await db.execute(
+        update(GrantsVersion)
+        .where(col(GrantsVersion.id) == 1)
+        .values(version=GrantsVersion.version + 1)
+    )
 
 
 async def create_policy(db: AsyncSession, *, namespace: str, name: str) -> Policy:
@@ -64,6 +80,7 @@ async def delete_policy(db: AsyncSession, *, namespace: str, name: str) -> None:
     policy = await find_policy(db, namespace=namespace, name=name)
     await db.delete(policy)
     await db.flush()
+    await _changed(db)
 
 
 async def add_grant(
@@ -92,6 +109,7 @@ async def remove_grant(
     )
     if removed == 0:
         raise NotFoundError(f"policy {namespace}/{name} does not grant {rule}", field="grant")
+    await _changed(db)
 
 
 async def find_agent(db: AsyncSession, *, ref: str, namespace: str | None = None) -> Agent:
@@ -167,6 +185,7 @@ async def unbind(
         raise NotFoundError(
             f"policy {namespace}/{name} is not bound to {subject_type} {subject}", field="subject"
         )
+    await _changed(db)
 
 
 async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> list[PolicyView]:
@@ -190,3 +209,24 @@ async def list_policies(db: AsyncSession, *, namespace: str | None = None) -> li
         ):
             views[binding.policy_id].bindings.append(binding)
     return list(views.values())
+
+
+# Dev mode's first admin reads what the walkthrough and the dashboard show: every
+# namespace's sessions and memory (an admin reads those only as its policies grant).
+DEV_READER = ("dev", "read-everything")
+
+
+async def grant_dev_reads(db: AsyncSession, *, principal_id: uuid.UUID) -> Policy:
+    """Bind the dev policy that grants SELECT on everything (``*``) to a principal, making
+    the policy first if there is none: dev mode only (docs/security.md)."""
+    namespace, name = DEV_READER
+    policy: Policy | None = await db.scalar(
+        select(Policy).where(col(Policy.namespace) == namespace, col(Policy.name) == name)
+    )
+    if policy is None:
+        policy = await create_policy(db, namespace=namespace, name=name)
+        await add_grant(db, namespace=namespace, name=name, privilege="SELECT", pattern="*")
+    await bind(
+        db, namespace=namespace, name=name, subject_type="principal", subject=str(principal_id)
+    )
+    return policy

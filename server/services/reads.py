@@ -207,10 +207,14 @@ async def list_versions(
     first: int,
     after: str | None,
     maximum: int = 100,
+    through: int | None = None,
 ) -> Page[MemoryVersion]:
     """A record's versions, oldest first, but those ``staged_by`` (the open turn that
-    changes the record) wrote: an API reader does not see them before it commits."""
+    changes the record) wrote: an API reader does not see them before it commits.
+    ``through``: only the versions up to that number (the record as it stood then)."""
     where: Any = MemoryVersion.record_id == record_id
+    if through is not None:
+        where = and_(where, col(MemoryVersion.number) <= through)
     if staged_by is not None:
         turn = col(MemoryVersion.turn_id)
         where = and_(where, or_(turn.is_(None), turn != staged_by))
@@ -258,9 +262,13 @@ async def list_turns(
     first: int,
     after: str | None,
     maximum: int = 100,
+    oldest_first: bool = False,
 ) -> Page[Turn]:
+    """A session's (or an agent's) turns by when they began, newest first unless
+    ``oldest_first``; a cursor is read in the order it was made in."""
     where = Turn.session_id == session_id if session_id else Turn.agent_id == agent_id
-    return await _time_page(db, Turn, "turn", where, first, after, maximum)
+    kind = "turn-oldest" if oldest_first else "turn"
+    return await _time_page(db, Turn, kind, where, first, after, maximum, oldest_first=oldest_first)
 
 
 async def turn_memories(

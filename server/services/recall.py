@@ -26,25 +26,25 @@ that is not recorded, on the caller's.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from server.domain.config import SEARCH_TOOL
 from server.domain.marking import one_line, unmarked
 from server.domain.text import check_text
 from server.embedding import Embedder
-from server.models import Execution, OutputUse
+from server.models import Execution
 from server.services.memory_ranking import Found, ranked_by
-from server.services.search import run_search
-from server.services.tools import CallRef, open_call, record_embed, record_found
+from server.services.search import embedding_started, run_search
+from server.services.tools import CallRef, mark_recall, open_call, record_embed, record_found
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
-from server.storage.owners import of_agent
+from server.storage.built import built_once
 
 MAX_WORK = 20_000
 RECALL_KIND = "memory"
@@ -83,69 +83,54 @@ def render_memory(items: Sequence[Found]) -> str:
     return "\n".join(lines)
 
 
-async def _earlier_recalls(
-    db: AsyncSession, caller: Execution
-) -> list[tuple[Execution, set[uuid.UUID]]]:
-    """The recorded recalls of the caller's conversation, with the versions each returned."""
-    rows = (
-        await db.execute(
-            select(Execution, col(OutputUse.memory_version_id))
-            .join(
-                OutputUse,
-                and_(
-                    col(OutputUse.execution_id) == col(Execution.id),
-                    col(OutputUse.agent_id) == col(Execution.agent_id),
-                ),
-            )
-            .where(
-                col(Execution.agent_id) == caller.agent_id,
-                col(Execution.parent_id) == caller.id,
-                col(Execution.turn_id) == caller.turn_id,
-                col(Execution.name) == SEARCH_TOOL,
-                col(Execution.status) == "succeeded",
-                col(Execution.input).contains({"recall": True}),
-            )
+def version_set_digest(versions: Iterable[uuid.UUID]) -> bytes:
+    """The digest of a set of record versions: SHA-256 of their ids' bytes, sorted (as
+    PostgreSQL orders uuids; migration 0010 computes it so for the recalls it fills in)."""
+    return hashlib.sha256(b"".join(sorted(v.bytes for v in versions))).digest()
+
+
+@built_once
+def _earlier_recall() -> Any:
+    """The recorded recall of a conversation (parameter ``caller``) that returned the
+    versions of a digest (``digest``): one probe of ``ix_executions_recall_digest``."""
+    return (
+        select(Execution)
+        .where(
+            col(Execution.agent_id) == bindparam("agent"),  # its shard, on Citus
+            col(Execution.parent_id) == bindparam("caller"),
+            col(Execution.recall_digest) == bindparam("digest"),
         )
-    ).all()
-    versions: dict[uuid.UUID, set[uuid.UUID]] = defaultdict(set)
-    runs: dict[uuid.UUID, Execution] = {}
-    for execution, version_id in rows:
-        runs[execution.id] = execution
-        if version_id is not None:
-            versions[execution.id].add(version_id)
-    return [(runs[k], v) for k, v in versions.items()]
+        .order_by(col(Execution.created_at))
+        .limit(1)
+    )
 
 
 async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: str) -> RecallResult:
     """Recall for the caller's next model call (R42-R44); see the module docstring."""
-    scope = await open_call(db, ref)
-    ensure_memory_enabled(scope)
-    text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
-    search = scope.config.memory.search
-    # One recall at a time per conversation, so the repeat check sees every earlier one.
-    await db.get(
-        Execution,
-        scope.caller.id,
-        with_for_update={"key_share": True},
-        populate_existing=True,
-        options=of_agent(Execution, scope.caller.agent_id),
-    )
-    items, tokens = await ranked_by(
-        db, embedder, reader=scope.reader, search=search, query=text, limit=search.max_results
-    )
-    found = {item.version.id for item in items}
-    repeat = (
-        next(
-            (
-                run
-                for run, versions in await _earlier_recalls(db, scope.caller)
-                if versions == found
-            ),
-            None,
+    # the query's embedding runs while the turn is read and the conversation locked
+    async with embedding_started(embedder, query, maximum=MAX_WORK) as embedding:
+        # One recall at a time per conversation (its caller's row is locked with the
+        # turn's), so the repeat check sees every earlier one.
+        scope = await open_call(db, ref, hold_caller=True)
+        ensure_memory_enabled(scope)
+        text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
+        search = scope.config.memory.search
+        items, tokens = await ranked_by(
+            db,
+            embedder,
+            reader=scope.reader,
+            search=search,
+            query=text,
+            limit=search.max_results,
+            embedding=embedding,
         )
-        if items
-        else None
-    )
+    digest = version_set_digest(item.version.id for item in items)
+    repeat: Execution | None = None
+    if items:
+        repeat = await db.scalar(
+            _earlier_recall(),
+            {"caller": scope.caller.id, "agent": scope.caller.agent_id, "digest": digest},
+        )
     if not items or repeat is not None:
         if tokens is not None:
             await record_embed(db, scope, scope.caller, embedder, tokens)
@@ -154,6 +139,7 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     async def body(ts: TurnScope, execution: Execution) -> list[Found]:
         versions = [i.version.id for i in items]
         await record_found(db, ts, execution, embedder, tokens=tokens, versions=versions)
+        mark_recall(db, execution, digest)
         return items
 
     result = await run_search(

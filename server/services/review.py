@@ -29,14 +29,14 @@ from sqlmodel import col
 from server.domain import review as rules
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
-from server.models import Execution, Invocation, MemoryReview
+from server.models import Execution, Invocation, MemoryReview, MemoryVersion
 from server.models._columns import CHANGED_AT
 from server.services.review_memory import (
     Candidate,
     Similar,
     apply_decisions,
     naming,
-    similar,
+    similar_each,
     vectors,
 )
 from server.services.review_window import (
@@ -143,10 +143,8 @@ async def compare_candidates(
     _, scope = await _open_review(db, review_id)
     checked = _candidates(scope, candidates)
     found = await vectors(embedder, [c.fields.text for c in checked])
-    return [
-        Compared(c, await similar(db, scope.reader, v, k))
-        for c, v in zip(checked, found, strict=True)
-    ]
+    near = await similar_each(db, scope.reader, found, k)
+    return [Compared(c, s) for c, s in zip(checked, near, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +152,7 @@ class Applied:
     review: MemoryReview
     execution: Execution
     output: dict[str, Any]
-    versions: list[uuid.UUID]
+    versions: list[MemoryVersion]  # every version written, in order
 
 
 async def apply_review(
@@ -197,7 +195,7 @@ async def apply_review(
         .execution_options(populate_existing=True, synchronize_session=False)
     )
     assert applied is not None
-    return Applied(applied, ended, output, [item.version.id for item in items])
+    return Applied(applied, ended, output, [item.version for item in items])
 
 
 def _candidates(
@@ -267,5 +265,6 @@ async def _start(db: AsyncSession, scope: TurnScope, *, after: int, messages: in
         kind="tool",
         name=REVIEW_TOOL,
         parent_id=scope.caller.id,
-        input={"after_turn": after, "through_turn": scope.turn.number, "messages": messages},
+        # named as the MemoryReview type names them
+        input={"afterTurn": after, "throughTurn": scope.turn.number, "messages": messages},
     )

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, and_, bindparam, literal_column, select
+from sqlalchemy import Float, and_, bindparam, cast, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import Grouping
 from sqlmodel import col
 
 from server.domain import review as rules
@@ -20,6 +22,8 @@ from server.domain.visibility import Purpose, Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, DomainError
 from server.models import Execution, MemoryRecord, MemoryVersion, table
+from server.models._columns import Floats
+from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
 from server.services.memory_write import (
     NewRecord,
@@ -61,6 +65,7 @@ class Similar:
     record: MemoryRecord
     version: MemoryVersion
     similarity: float
+    distance: float = 0.0  # the cosine distance the ranking ordered by
 
     def restated_by(self, text: str) -> bool:
         """Whether a candidate of ``text`` restates this record (R50)."""
@@ -75,33 +80,100 @@ async def vectors(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     return list((await embedder.embed(texts)).vectors)
 
 
-async def similar(
-    db: AsyncSession, reader: Reader, vector: Sequence[float], k: int
-) -> list[Similar]:
-    """The ``k`` records most like ``vector`` that ``reader`` may change: active, visible,
-    within its write scopes, ranked exactly by cosine (newer first on ties)."""
-    q = bindparam("q", list(vector), type_=table(MemoryVersion).c.embedding.type)
-    distance = col(MemoryVersion.embedding).op("<=>", return_type=Float)(q)
-    rows: Sequence[Any] = (
-        await db.execute(
-            select(MemoryRecord, MemoryVersion, (literal_column("1") - distance).label("sim"))
-            .join(
-                MemoryVersion,
-                and_(
-                    col(MemoryVersion.id) == version_in_force(reader),
-                    col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
-                ),
-            )
-            .where(
-                record_condition(reader, purpose=Purpose.CHANGE),
-                effective_status(reader) == "ACTIVE",
-            )
-            # "+ 0" keeps the vector index out: the agent's records are ranked exactly
-            .order_by(distance + 0, col(MemoryRecord.seq).desc())
-            .limit(k)
+async def similar_each(
+    db: AsyncSession, reader: Reader, vectors: Sequence[Sequence[float]], k: int
+) -> list[list[Similar]]:
+    """For each vector, the ``k`` records most like it that ``reader`` may change:
+    active, visible, within its write scopes, ranked exactly by cosine (newer first on
+    ties). One statement, whatever the number of vectors."""
+    if not vectors:
+        return []
+    rows = (await db.execute(_similar(reader, len(vectors), k), {"vectors": vectors})).all()
+    out: list[list[Similar]] = [[] for _ in vectors]
+    for n, record, version, distance in rows:
+        out[n - 1].append(Similar(record, version, 1 - float(distance), float(distance)))
+    return out
+
+
+def _queries(count: int) -> Any:
+    """The vectors of parameter ``vectors`` (``count`` runs of ``EMBEDDING_DIM`` floats, in
+    binary), numbered from 1: rows ``(n, q)``."""
+    vectors = Grouping(bindparam("vectors", type_=Floats()))
+    n = func.generate_series(1, count).table_valued("n").render_derived(name="queries")
+    q = cast(
+        vectors[(n.c.n - 1) * EMBEDDING_DIM + 1 : n.c.n * EMBEDDING_DIM],
+        table(MemoryVersion).c.embedding.type,
+    )
+    return select(n.c.n.label("n"), q.label("q")).subquery("c")
+
+
+def _similar(reader: Reader, count: int, k: int) -> Any:
+    """:func:`similar_each`'s statement: the records ``reader`` may change, found once
+    (the gate evaluated once, not once per candidate), then for each query vector a
+    lateral ranking of them by cosine distance, exactly (newer first on ties)."""
+    queries = _queries(count)
+    changeable = (
+        select(
+            col(MemoryRecord.id).label("record_id"),
+            col(MemoryVersion.id).label("version_id"),
+            col(MemoryRecord.seq).label("seq"),
+            col(MemoryVersion.embedding).label("embedding"),
         )
-    ).all()
-    return [Similar(record, version, float(sim)) for record, version, sim in rows]
+        .select_from(MemoryRecord)
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == version_in_force(reader),
+                col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+            ),
+        )
+        .where(
+            record_condition(reader, purpose=Purpose.CHANGE),
+            effective_status(reader) == "ACTIVE",
+        )
+        .cte("changeable")
+        .prefix_with("MATERIALIZED")
+    )
+    distance = changeable.c.embedding.op("<=>", return_type=Float)(queries.c.q)
+    top = (
+        select(
+            changeable.c.record_id,
+            changeable.c.version_id,
+            distance.label("distance"),
+            changeable.c.seq,
+        )
+        .order_by(distance, changeable.c.seq.desc())
+        .limit(k)
+        .correlate(queries)
+        .lateral("top")
+    )
+    record, version = aliased(MemoryRecord), aliased(MemoryVersion)
+    agent: Any = bindparam("agent", reader.agent_id)  # on Citus: every table on one shard
+    return (
+        select(queries.c.n, record, version, top.c.distance)
+        .select_from(queries)
+        .join(top, true())
+        .join(record, and_(col(record.id) == top.c.record_id, col(record.agent_id) == agent))
+        .join(version, and_(col(version.id) == top.c.version_id, col(version.agent_id) == agent))
+        .order_by(queries.c.n, top.c.distance, top.c.seq.desc())
+    )
+
+
+async def distances_between(
+    db: AsyncSession, vectors: Sequence[Sequence[float]]
+) -> dict[tuple[int, int], float]:
+    """The cosine distance of each pair of the vectors (by their positions), as the
+    database computes it between a stored vector and a query: the same figures
+    :func:`similar_each` would give a record written with one of them."""
+    if len(vectors) < 2:
+        return {}
+    a, b = _queries(len(vectors)), _queries(len(vectors)).alias("d")
+    distance = a.c.q.op("<=>", return_type=Float)(b.c.q)
+    rows = await db.execute(
+        select(a.c.n, b.c.n, distance).select_from(a).join(b, a.c.n != b.c.n),
+        {"vectors": vectors},
+    )
+    return {(i - 1, j - 1): float(d) for i, j, d in rows}
 
 
 def naming(prefix: str, exc: DomainError) -> DomainError:
@@ -109,6 +181,55 @@ def naming(prefix: str, exc: DomainError) -> DomainError:
     exc.message = f"{prefix}: {exc.message}"
     exc.args = (exc.message,)
     return exc
+
+
+@dataclass
+class _Nearby:
+    """The records like each ADD candidate, read in one statement before any decision is
+    applied, kept current as the decisions write: what ``similar_each`` would answer at
+    each ADD, without a statement per ADD. The records a decision changed (replaced or
+    deleted) drop out; the records a decision wrote come in, at the distance the database
+    computes between their vectors (:func:`distances_between`), newest first on ties, as
+    their sequence numbers order them after every earlier record."""
+
+    existing: dict[int, list[Similar]]
+    between: dict[tuple[int, int], float]
+    written: list[tuple[int, MemoryItem]]
+    changed: set[uuid.UUID]
+
+    @classmethod
+    async def read(
+        cls,
+        db: AsyncSession,
+        reader: Reader,
+        decisions: Sequence[tuple[Candidate, rules.Action, uuid.UUID | None]],
+        found: dict[int, list[float]],
+    ) -> _Nearby:
+        adds = [c.index for c, action, _ in decisions if action == "ADD"]
+        changes = sum(action in ("REPLACE", "DELETE") for _, action, _ in decisions)
+        # each change can push one record out of a candidate's first DEFAULT_SIMILAR
+        near = await similar_each(
+            db, reader, [found[i] for i in adds], rules.DEFAULT_SIMILAR + changes
+        )
+        order = list(found)
+        apart = await distances_between(db, [found[i] for i in order]) if adds else {}
+        between = {(order[a], order[b]): d for (a, b), d in apart.items()}
+        return cls(dict(zip(adds, near, strict=True)), between, [], set())
+
+    def near(self, index: int) -> list[Similar]:
+        """The records most like candidate ``index`` now, best first."""
+        ranked: list[tuple[float, int, int, Similar]] = [
+            (s.distance, 1, -(s.record.seq or 0), s)
+            for s in self.existing[index]
+            if s.record.id not in self.changed
+        ]
+        for written, (other, item) in enumerate(self.written):
+            if item.record.id in self.changed:
+                continue
+            d = self.between[(index, other)]
+            ranked.append((d, 0, -written, Similar(item.record, item.version, 1 - d, d)))
+        ranked.sort(key=lambda r: r[:3])
+        return [r[3] for r in ranked[: rules.DEFAULT_SIMILAR]]
 
 
 async def apply_decisions(
@@ -131,6 +252,7 @@ async def apply_decisions(
             strict=True,
         )
     )
+    nearby = await _Nearby.read(db, scope.reader, decisions, found)
     outcomes: list[dict[str, Any]] = []
     items: list[MemoryItem] = []
     for candidate, action, record_id in decisions:
@@ -140,13 +262,15 @@ async def apply_decisions(
             "summary": candidate.fields.summary,
             "action": action,
             "applied": action,
-            "record": None if record_id is None else str(record_id),
+            "recordId": None if record_id is None else str(record_id),
             "restates": None,
             "similarity": None,
             "memories": [],
         }
         try:
-            written = await _apply(db, scope, execution, ref, candidate, action, record_id, found)
+            written = await _apply(
+                db, scope, execution, ref, candidate, action, record_id, found, nearby
+            )
         except DomainError as exc:
             raise naming(f"decision {i}", exc) from None
         if isinstance(written, Similar):
@@ -154,6 +278,10 @@ async def apply_decisions(
                 applied="SKIP", restates=str(written.record.id), similarity=written.similarity
             )
             written = []
+        if record_id is not None:
+            nearby.changed.add(record_id)
+        if action in ("ADD", "REPLACE") and written:
+            nearby.written.append((i, written[0]))
         outcome["memories"] = [str(item.version.id) for item in written]
         items.extend(written)
         outcomes.append(outcome)
@@ -169,6 +297,7 @@ async def _apply(
     action: rules.Action,
     record_id: uuid.UUID | None,
     found: dict[int, list[float]],
+    nearby: _Nearby,
 ) -> list[MemoryItem] | Similar:
     async def vector() -> list[float]:
         return found[candidate.index]
@@ -179,8 +308,10 @@ async def _apply(
         assert record_id is not None
         return [await delete_record(db, scope, execution, ref, record_id)]
     if action == "ADD":
-        near = await similar(db, scope.reader, found[candidate.index], rules.DEFAULT_SIMILAR)
-        restated = next((s for s in near if s.restated_by(candidate.fields.text)), None)
+        restated = next(
+            (s for s in nearby.near(candidate.index) if s.restated_by(candidate.fields.text)),
+            None,
+        )
         if restated is not None:
             return restated
     return await write_record(

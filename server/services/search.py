@@ -27,8 +27,10 @@ limit counts, with a ``usage`` transcript event (R43, :mod:`server.services.tool
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from server.domain.config import SEARCH_TOOL
 from server.domain.text import check_text
 from server.embedding import Embedder
+from server.embedding_packing import Vector
 from server.errors import BadInputError
 from server.models import Execution
 from server.services.memory_listing import listed
@@ -85,6 +88,31 @@ def _limit(scope: TurnScope, limit: int | None) -> int:
 # -- search_memory -----------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def embedding_started(
+    embedder: Embedder, query: str | None, *, maximum: int
+) -> AsyncIterator[Awaitable[tuple[Vector, int]] | None]:
+    """A query's embedding, started as the call arrives, so that its forward pass runs
+    while the call reads its turn and checks its arguments instead of after; ``None``
+    without a query, or for one the call will refuse. Cancelled if the call ends without
+    it (a lexical search, a refusal)."""
+    try:
+        text = None if query is None else check_text(query, field="query", maximum=maximum)
+    except BadInputError:
+        text = None
+    if not text or not text.strip():
+        yield None
+        return
+    task = asyncio.ensure_future(embedder.embed_one(text))
+    try:
+        yield task
+    finally:
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()  # looked at, whether or not the call got that far
+
+
 async def search_memory(
     db: AsyncSession,
     embedder: Embedder,
@@ -108,43 +136,47 @@ async def search_memory(
     }
     page: dict[str, str | None] = {"next": None}
 
-    async def body(scope: TurnScope, execution: Execution) -> list[Found]:
-        ensure_memory_enabled(scope)
-        filters = _filters(scope, kind, labels, ids)
-        the_limit = _limit(scope, limit)
-        tokens: int | None = None  # a listing embeds nothing
-        if query is not None:
-            if after is not None:
-                raise BadInputError(
-                    "after pages a listing; a search with a query returns one ranked page",
-                    field="after",
-                )
-            search = scope.config.memory.search
-            text = check_text(query, field="query", maximum=MAX_QUERY, blank=False)
-            items, tokens = await ranked_by(
-                db,
-                embedder,
-                reader=scope.reader,
-                search=search,
-                query=text,
-                limit=the_limit,
-                filters=filters,
-            )
-        else:
-            items, page["next"] = await listed(
-                db, reader=scope.reader, limit=the_limit, after=after, filters=filters
-            )
-        versions = [i.version.id for i in items]
-        await record_found(db, scope, execution, embedder, tokens=tokens, versions=versions)
-        return items
+    # the query's embedding runs while the call's scope and checks are read
+    async with embedding_started(embedder, query, maximum=MAX_QUERY) as embedding:
 
-    result = await run_search(
-        db,
-        ref=ref,
-        input=args,
-        body=body,
-        more_output=lambda: {"next": page["next"]} if query is None else {},
-    )
+        async def body(scope: TurnScope, execution: Execution) -> list[Found]:
+            ensure_memory_enabled(scope)
+            filters = _filters(scope, kind, labels, ids)
+            the_limit = _limit(scope, limit)
+            tokens: int | None = None  # a listing embeds nothing
+            if query is not None:
+                if after is not None:
+                    raise BadInputError(
+                        "after pages a listing; a search with a query returns one ranked page",
+                        field="after",
+                    )
+                search = scope.config.memory.search
+                text = check_text(query, field="query", maximum=MAX_QUERY, blank=False)
+                items, tokens = await ranked_by(
+                    db,
+                    embedder,
+                    reader=scope.reader,
+                    search=search,
+                    query=text,
+                    limit=the_limit,
+                    filters=filters,
+                    embedding=embedding,
+                )
+            else:
+                items, page["next"] = await listed(
+                    db, reader=scope.reader, limit=the_limit, after=after, filters=filters
+                )
+            versions = [i.version.id for i in items]
+            await record_found(db, scope, execution, embedder, tokens=tokens, versions=versions)
+            return items
+
+        result = await run_search(
+            db,
+            ref=ref,
+            input=args,
+            body=body,
+            more_output=lambda: {"next": page["next"]} if query is None else {},
+        )
     return SearchResult(execution=result.execution, items=result.items, next_cursor=page["next"])
 
 
@@ -168,6 +200,7 @@ async def run_search(
         body=body,
         more_output=more_output,
         scope=scope,
+        writes=False,
     )
 
 

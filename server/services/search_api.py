@@ -13,22 +13,37 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
+from server.domain import ranking
 from server.domain.config import SearchConfig
+from server.domain.ranking import Mode
 from server.domain.text import check_text
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, NotFoundError
 from server.models import Agent, AgentVersion
 from server.services.agents import config_of
-from server.services.memory_ranking import Filters, Found, ranked_by
+from server.services.memory_ranking import Filters, Found, MemoryQuery, ranked
 from server.services.search import MAX_LIMIT, MAX_QUERY
 
 DEFAULT_LIMIT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSearch:
+    """A search's results, best first, and what explains them: who read, the query as
+    ranked (mode, vector, preset, ...) and the moment recency was measured from."""
+
+    hits: list[Found]
+    reader: Reader
+    query: MemoryQuery
+    now: datetime
 
 
 async def _search_config(db: AsyncSession, agent: Agent) -> SearchConfig:
@@ -50,7 +65,7 @@ async def search_agent_memory(
     limit: int | None = None,
     kind: str | None = None,
     labels: Sequence[tuple[str, str]] = (),
-) -> list[Found]:
+) -> AgentSearch:
     """The agent's records best matching ``query``, best first; nothing is written."""
     check_text(query, field="query", maximum=MAX_QUERY, blank=False)
     the_limit = DEFAULT_LIMIT if limit is None else limit
@@ -60,16 +75,51 @@ async def search_agent_memory(
     if agent is None:
         raise NotFoundError(f"no agent with id {agent_id}", field="agentId")
     search = await _search_config(db, agent)
-    found, _ = await ranked_by(
-        db,
-        embedder,
-        reader=Reader.for_api(agent_id=agent_id),
-        search=search,
-        query=query,
-        limit=the_limit,
-        filters=Filters(kind=kind, labels=tuple(sorted(dict(labels).items()))),
+    vector = None if search.mode == "lexical" else (await embedder.embed_one(query))[0]
+    asked = MemoryQuery(
+        query,
+        vector,
+        search.mode,
+        search.min_score,
+        the_limit,
+        Filters(kind=kind, labels=tuple(sorted(dict(labels).items()))),
     )
-    return found
+    reader = Reader.for_api(agent_id=agent_id)
+    now = datetime.now(UTC)
+    return AgentSearch(await ranked(db, reader, asked, now=now), reader, asked, now)
+
+
+async def explain(db: AsyncSession, search: AgentSearch) -> list[ranking.Explanation]:
+    """Why each hit ranked where it did (R41), in the hits' order: the terms of its score
+    (:func:`server.domain.ranking.explain`). A hybrid search's positions by meaning and by
+    keywords are read with the same statement in ``vector`` and ``lexical`` mode over the
+    same candidates (the preset's pool for the search's limit): the lists it fused."""
+    asked = search.query
+
+    async def positions(mode: Mode) -> dict[uuid.UUID, int]:
+        pool = replace(asked, mode=mode, limit=asked.preset.pool_size(asked.limit))
+        found = await ranked(db, search.reader, pool, now=search.now)
+        return {f.version.id: i for i, f in enumerate(found, start=1)}
+
+    if asked.mode == "hybrid":
+        by_meaning = await positions("vector")
+        by_keywords = await positions("lexical")
+    else:
+        own = {h.version.id: i for i, h in enumerate(search.hits, start=1)}
+        by_meaning = own if asked.mode == "vector" else {}
+        by_keywords = own if asked.mode == "lexical" else {}
+    return [
+        ranking.explain(
+            mode=asked.mode,
+            score=h.score if h.score is not None else 0.0,
+            created_at=h.version.created_at,
+            now=search.now,
+            meaning_rank=by_meaning.get(h.version.id),
+            keyword_rank=by_keywords.get(h.version.id),
+            preset=asked.preset,
+        )
+        for h in search.hits
+    ]
 
 
 async def namespaces(db: AsyncSession) -> list[str]:

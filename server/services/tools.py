@@ -17,18 +17,13 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.embedding import Embedder, default_model_path
 from server.errors import DomainError, NotFoundError
-from server.models import Execution, Invocation, OutputUse, table
-from server.services.transcript import (
-    append_event,
-    end_execution,
-    fail_execution,
-    start_execution,
-)
+from server.models import Execution, Invocation
+from server.services.tool_ledger import Ledger, close_call, gathering, open_ledger, record_now
+from server.services.transcript import start_execution
 from server.services.turn_scope import TurnScope, open_scope
 
 T = TypeVar("T")
@@ -61,10 +56,16 @@ class ToolResult(Generic[I]):
     items: list[I]
 
 
-async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
-    """The call's turn scope (:func:`server.services.turn_scope.open_scope`), and its
-    invocation, which must be a model call of the calling execution."""
-    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
+async def open_call(db: AsyncSession, ref: CallRef, *, hold_caller: bool = False) -> TurnScope:
+    """The call's turn scope (:func:`server.services.turn_scope.open_scope`, ``hold_caller``
+    locking the calling execution), and its invocation, which must be a model call of the
+    calling execution."""
+    scope = await open_scope(
+        db,
+        turn_id=ref.turn_id,
+        caller_execution_id=ref.caller_execution_id,
+        hold_caller=hold_caller,
+    )
     if ref.invocation_id is not None:
         invocation = await db.get(Invocation, ref.invocation_id)
         if invocation is None or invocation.execution_id != scope.caller.id:
@@ -83,44 +84,63 @@ async def record_tool(
     body: Callable[[TurnScope, Execution], Awaitable[T]],
     output: Callable[[T], dict[str, Any]],
     scope: TurnScope | None = None,
+    writes: bool = True,
+    atomic: bool | None = None,
 ) -> tuple[Execution, T]:
     """Run a native tool as an execution of the calling execution (R25, R43, R63).
 
     ``scope``: the call's scope when the caller opened it already (:func:`open_call`).
-    ``body`` runs in a savepoint; its result, through ``output``, is the execution's
-    output and the ``tool.result`` event's payload. A refusal (a :class:`DomainError`)
-    changes nothing of ``body``'s, is recorded as a failed execution with a
-    ``tool.error`` event, committed, and raised.
+    ``body``'s result, through ``output``, is the execution's output and the
+    ``tool.result`` event's payload. What the call records (its usage, its RETRIEVED
+    uses, its event, its execution) is written in one statement when it ends
+    (:mod:`server.services.tool_ledger`). ``writes``: ``body`` writes rows that name
+    the execution (memory versions), so the execution's row is inserted first.
+    ``atomic`` (by default ``writes``): ``body`` may refuse after it wrote, so it runs
+    in a savepoint; a body that refuses only before writing needs none. A refusal (a
+    :class:`DomainError`) changes nothing of ``body``'s, is recorded as a failed
+    execution with a ``tool.error`` event, committed, and raised.
     """
     if scope is None:
         scope = await open_call(db, ref)
-    execution = await start_execution(
-        db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
-    )
+    if writes:
+        execution = await start_execution(
+            db, turn=scope.turn, kind="tool", name=name, parent_id=scope.caller.id, input=input
+        )
+    else:
+        execution = Execution(
+            id=uuid.uuid4(),
+            agent_id=scope.turn.agent_id,
+            turn_id=scope.turn.id,
+            parent_id=scope.caller.id,
+            kind="tool",
+            name=name,
+            status="running",
+            input=input,
+        )
+    ledger = Ledger(execution, inserted=writes, started_at=scope.started_at)
 
-    async def event(type: str, payload: dict[str, Any]) -> None:
-        await append_event(
-            db,
-            turn=scope.turn,
-            type=type,
-            execution_id=execution.id,
-            tool_name=name,
-            payload=payload,
+    def event(type: str, payload: dict[str, Any]) -> None:
+        ledger.events.append(
+            {"type": type, "payload": payload, "execution_id": execution.id, "tool_name": name}
         )
 
-    try:
-        async with db.begin_nested():
-            value = await body(scope, execution)
-    except DomainError as exc:
-        await fail_execution(db, execution, error=exc.message)
-        await event("tool.error", {"error": exc.message, "code": exc.code})
-        await db.commit()
-        raise
-    result = output(value)
-    await event("tool.result", result)
-    ended = await end_execution(db, execution, output=result)
-    assert ended is execution
-    return execution, value
+    with gathering(db, ledger):
+        try:
+            if writes if atomic is None else atomic:
+                async with db.begin_nested():
+                    value = await body(scope, execution)
+            else:
+                value = await body(scope, execution)
+        except DomainError as exc:
+            ledger.discard()
+            event("tool.error", {"error": exc.message, "code": exc.code})
+            await close_call(db, ledger, status="failed", error=exc.message)
+            await db.commit()
+            raise
+        result = output(value)
+        event("tool.result", result)
+        ended = await close_call(db, ledger, status="succeeded", output=result)
+    return ended, value
 
 
 async def run_tool(
@@ -133,6 +153,8 @@ async def run_tool(
     body: Callable[[TurnScope, Execution], Awaitable[list[I]]],
     more_output: Callable[[], dict[str, Any]] | None = None,
     scope: TurnScope | None = None,
+    writes: bool = True,
+    atomic: bool | None = None,
 ) -> ToolResult[I]:
     """A listing tool (:func:`record_tool`): the output lists the items ``body`` returns
     under ``output_key``, plus what ``more_output`` (called after ``body``) adds, such as
@@ -145,7 +167,15 @@ async def run_tool(
         }
 
     execution, items = await record_tool(
-        db, ref=ref, name=name, input=input, body=body, output=output, scope=scope
+        db,
+        ref=ref,
+        name=name,
+        input=input,
+        body=body,
+        output=output,
+        scope=scope,
+        writes=writes,
+        atomic=atomic,
     )
     return ToolResult(execution=execution, items=items)
 
@@ -160,35 +190,40 @@ def model_label(embedder: Embedder) -> str:
 async def record_embed(
     db: AsyncSession, scope: TurnScope, execution: Execution, embedder: Embedder, tokens: int
 ) -> None:
-    """A query's embedding as ``embed`` usage, which no limit counts (R43)."""
+    """A query's embedding as ``embed`` usage, which no limit counts (R43): an
+    invocation and its ``usage`` event, written with the call's other records when
+    ``execution`` is a running call's (:mod:`server.services.tool_ledger`), else now."""
     model = model_label(embedder)
     invocation = uuid.uuid4()
-    await db.execute(
-        insert(table(Invocation)),
+    ledger = open_ledger(db, execution.id)
+    now = ledger is None
+    if ledger is None:
+        ledger = Ledger(execution, inserted=True)
+    ledger.invocations.append(
         {
-            "id": invocation,
-            "agent_id": scope.turn.agent_id,
-            "execution_id": execution.id,
+            "id": str(invocation),
             "purpose": "embed",
             "model": model,
             "input_tokens": tokens,
-            "output_tokens": 0,
             "counted": False,
-        },
+        }
     )
-    await append_event(
-        db,
-        turn=scope.turn,
-        type="usage",
-        execution_id=execution.id,
-        payload={
-            "purpose": "embed",
-            "model": model,
-            "inputTokens": tokens,
-            "invocation": str(invocation),
-            "counted": False,
-        },
+    ledger.events.append(
+        {
+            "type": "usage",
+            "execution_id": execution.id,
+            # named, and valued, as the Invocation type shows them
+            "payload": {
+                "purpose": "EMBED",
+                "model": model,
+                "inputTokens": tokens,
+                "invocationId": str(invocation),
+                "counted": False,
+            },
+        }
     )
+    if now:
+        await record_now(db, ledger)
 
 
 async def record_found(
@@ -207,6 +242,14 @@ async def record_found(
     await record_retrieved(db, scope, execution, versions=versions)
 
 
+def mark_recall(db: AsyncSession, execution: Execution, digest: bytes) -> None:
+    """The running call ``execution`` is a recorded recall of the versions of ``digest``
+    (R42: :mod:`server.services.recall`); its row keeps the digest."""
+    ledger = open_ledger(db, execution.id)
+    assert ledger is not None, "a recall is marked while its call runs"
+    ledger.recall_digest = digest
+
+
 async def record_retrieved(
     db: AsyncSession,
     scope: TurnScope,
@@ -217,24 +260,18 @@ async def record_retrieved(
 ) -> None:
     """RETRIEVED output uses: what the execution's output put before the model (R43,
     R63). ``versions`` are record versions in rank order; ``parts`` are history parts with
-    the rank of the result they belong to (an event read whole gives all its parts)."""
-    targets = [(rank, "memory_version_id", v) for rank, v in enumerate(versions, start=1)]
-    targets += [(rank, "history_part_id", p) for rank, p in parts]
+    the rank of the result they belong to (an event read whole gives all its parts).
+    Written with the call's other records (:mod:`server.services.tool_ledger`), or now
+    when ``execution`` is not a running call's."""
+    targets = [
+        {"memory_version_id": str(v), "rank": rank} for rank, v in enumerate(versions, start=1)
+    ]
+    targets += [{"history_part_id": str(p), "rank": rank} for rank, p in parts]
     if not targets:
         return
-    await db.execute(
-        insert(table(OutputUse)),
-        [
-            {
-                "id": uuid.uuid4(),
-                "agent_id": scope.turn.agent_id,
-                "execution_id": execution.id,
-                "kind": "RETRIEVED",
-                "memory_version_id": None,
-                "history_part_id": None,
-                column: target,
-                "rank": rank,
-            }
-            for rank, column, target in targets
-        ],
-    )
+    ledger = open_ledger(db, execution.id)
+    if ledger is not None:
+        ledger.uses.extend(targets)
+        return
+    ledger = Ledger(execution, inserted=True, uses=targets)
+    await record_now(db, ledger)

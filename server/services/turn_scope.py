@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,6 +31,7 @@ class TurnScope:
     config: HarnessConfig
     caller: Execution
     reader: Reader
+    started_at: datetime | None = None  # the database's clock when the scope was read
 
     @property
     def read_only(self) -> bool:
@@ -76,15 +78,17 @@ def _open_turn(exclusive: bool) -> Any:
 
 
 @built_once
-def _open_scope(by_caller: bool, exclusive: bool) -> Any:
+def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> Any:
     """:func:`open_scope`'s statement: the turn with its version, agent and caller
-    execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
+    execution (parameter ``caller`` if ``by_caller``, else the turn's own); with
+    ``hold_caller``, the caller's row locked too (``FOR NO KEY UPDATE``), which needs it
+    found (an inner join)."""
     if by_caller:
         caller_of = col(Execution.id) == bindparam("caller")
     else:
         caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
     stmt = (
-        select(Turn, AgentVersion, Agent, Execution)
+        select(Turn, AgentVersion, Agent, Execution, func.clock_timestamp())
         .join(
             AgentVersion,
             and_(
@@ -93,9 +97,27 @@ def _open_scope(by_caller: bool, exclusive: bool) -> Any:
             ),
         )
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .outerjoin(Execution, and_(caller_of, col(Execution.agent_id) == bindparam("agent")))
+        .join(
+            Execution,
+            and_(caller_of, col(Execution.agent_id) == bindparam("agent")),
+            isouter=not hold_caller,
+        )
     )
-    return _holding(stmt, exclusive=exclusive)
+    held = _holding(stmt, exclusive=exclusive)
+    return held.suffix_with("FOR NO KEY UPDATE OF executions") if hold_caller else held
+
+
+@built_once
+def _holding_caller() -> Any:
+    """The caller's row (parameters ``caller`` and its ``agent``) locked as
+    ``hold_caller`` locks it."""
+    return (
+        select(col(Execution.id))
+        .where(
+            col(Execution.id) == bindparam("caller"), col(Execution.agent_id) == bindparam("agent")
+        )
+        .with_for_update(key_share=True)
+    )
 
 
 def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
@@ -112,19 +134,29 @@ async def open_scope(
     turn_id: uuid.UUID,
     caller_execution_id: uuid.UUID | None = None,
     exclusive: bool = False,
+    hold_caller: bool = False,
 ) -> TurnScope:
     """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
     its agent version and its caller execution (by default the turn's own), in one
-    statement."""
+    statement. ``hold_caller``: the caller's row is locked until the transaction ends
+    (one call of the conversation at a time: a recall, R42)."""
     by_caller = caller_execution_id is not None
     agent_id = await agent_of(db, Turn, turn_id)
     params = {"turn": turn_id, "agent": agent_id}
     if by_caller:
         params["caller"] = caller_execution_id
-    row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
+    row = (await db.execute(_open_scope(by_caller, exclusive, hold_caller), params)).first()
+    if row is None and hold_caller:  # what is missing, said as without the lock
+        scope = await open_scope(
+            db, turn_id=turn_id, caller_execution_id=caller_execution_id, exclusive=exclusive
+        )
+        await db.execute(
+            _holding_caller(), {"caller": scope.caller.id, "agent": scope.caller.agent_id}
+        )
+        return scope
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None
-    _, version, agent, caller = row
+    _, version, agent, caller, started_at = row
     if caller_execution_id is not None:
         if caller is None or caller.turn_id != turn.id:
             raise NotFoundError(f"no execution {caller_execution_id} in this turn")
@@ -139,6 +171,7 @@ async def open_scope(
         config=config,
         caller=caller,
         reader=reader_for(turn, config),
+        started_at=started_at,
     )
 
 

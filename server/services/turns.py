@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -23,7 +23,16 @@ from server.domain.config import HarnessConfig
 from server.domain.history import SEARCH_FIRST, HistoryReader
 from server.domain.text import check_text
 from server.errors import BadInputError, ConflictError, NotFoundError
-from server.models import Agent, AgentVersion, Execution, HistoryEvent, Invocation, Session, Turn
+from server.models import (
+    Agent,
+    AgentVersion,
+    Execution,
+    HistoryEvent,
+    Invocation,
+    Session,
+    Turn,
+    table,
+)
 from server.models._columns import CHANGED_AT
 from server.services.agents import config_of, latest_version, session_to_begin
 from server.services.lookup import get
@@ -133,7 +142,8 @@ async def begin_turn(
 
 
 def _versions(entries: list[PinnedEntry]) -> list[dict[str, str]]:
-    return [{"record": str(p.record_id), "version": str(p.version_id)} for p in entries]
+    # named as PinnedMemory names them
+    return [{"recordId": str(p.record_id), "versionId": str(p.version_id)} for p in entries]
 
 
 async def _has_history(db: AsyncSession, turn: Turn, config: HarnessConfig) -> bool:
@@ -174,11 +184,11 @@ async def start_helper(
 async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str | None) -> Turn:
     """End an open turn and its running executions. One statement locks the turn (FOR
     UPDATE: a tool call holds it FOR KEY SHARE until its write lands, which a plain
-    update would not wait for) and closes it; of two closers the second finds it no
-    longer open."""
+    update would not wait for), closes it and ends its running executions; of two
+    closers the second finds it no longer open, and ends nothing."""
     agent_id = await agent_of(db, Turn, turn_id)
     closed: Turn | None = await db.scalar(
-        _closing(),
+        _closing(status == "committed"),
         {
             "turn": turn_id,
             "agent": agent_id,
@@ -190,13 +200,12 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     if closed is None:
         turn = await get(db, Turn, turn_id, fresh=True)
         raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
-    await db.execute(_ending(status == "committed"), {"turn": turn_id, "agent": agent_id})
     return closed
 
 
 # built once, run with parameters (AS_WRITTEN)
 @built_once
-def _closing() -> Any:
+def _closing(succeeded: bool) -> Any:
     locked = (
         select(col(Turn.id))
         .where(
@@ -207,6 +216,20 @@ def _closing() -> Any:
         .with_for_update()
         .cte("locked")
     )
+    executions = table(Execution)
+    ending = (
+        update(executions)
+        .where(
+            executions.c.agent_id == bindparam("agent"),
+            executions.c.turn_id.in_(select(locked.c.id)),
+            executions.c.status == literal_column("'running'"),
+        )
+        .values(
+            status=literal_column("'succeeded'" if succeeded else "'failed'"),
+            ended_at=CHANGED_AT,
+        )
+        .cte("ending")
+    )
     return (
         update(Turn)
         .where(col(Turn.id).in_(select(locked.c.id)), col(Turn.agent_id) == bindparam("agent"))
@@ -214,22 +237,8 @@ def _closing() -> Any:
             status=bindparam("to_status"), error=bindparam("to_error"), ended_at=bindparam("at")
         )
         .returning(Turn)
+        .add_cte(ending)
         .execution_options(**AS_WRITTEN, populate_existing=True, synchronize_session=False)
-    )
-
-
-@built_once
-def _ending(succeeded: bool) -> Any:
-    """The turn's (parameter ``turn``) running executions ended, as its close says."""
-    return (
-        update(Execution)
-        .where(
-            col(Execution.agent_id) == bindparam("agent"),
-            col(Execution.turn_id) == bindparam("turn"),
-            col(Execution.status) == "running",
-        )
-        .values(status="succeeded" if succeeded else "failed", ended_at=CHANGED_AT)
-        .execution_options(**AS_WRITTEN, synchronize_session="fetch")
     )
 
 

@@ -16,7 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, exists, false, func, not_, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    exists,
+    false,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+)
 from sqlalchemy.orm import aliased
 
 from server.domain.visibility import Purpose, Reader
@@ -115,29 +126,36 @@ def record_condition(
     return and_(*conds)
 
 
-def searchable_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[bool]:
-    """True for the versions of ``v`` a search of ``reader`` may find: the rows the gate
-    (``Purpose.SEARCH``) admits, joined on :func:`version_in_force`, decided on the version
-    row where it can be (R10-R14).
+def settled_reaches(reader: Reader, v: Any = MemoryVersion) -> list[ColumnElement[bool]]:
+    """The settled versions (``search_scope`` set, migration 0005) a turn reader's search
+    finds, one condition a scope it reads (R11): ``'AGENT'``, and ``'SESSION'`` of its
+    own session. Over any rows with ``search_scope`` and ``session_id`` columns: the
+    versions, and what is kept of them (the BM25 postings and statistics, migration
+    0011). The scopes are rendered as constants, which the partial indexes of the
+    postings name."""
+    reaches: list[ColumnElement[bool]] = []
+    if "agent" in reader.read_scopes:
+        reaches.append(v.search_scope == literal_column("'AGENT'"))
+    if "session" in reader.read_scopes and reader.session_id is not None:
+        reaches.append(
+            and_(v.search_scope == literal_column("'SESSION'"), v.session_id == reader.session_id)
+        )
+    return reaches
 
-    ``v.search_scope`` (kept by the database, migration 0005) holds the gate's answer for a
-    version of a record no open turn is writing or changing: ``'AGENT'`` or ``'SESSION'``
-    (of ``v.session_id``), the scope whose readers find it; ``'NONE'``, found by nobody.
-    Those rows are filtered on their own columns; only the rest (NULL: a record an open
-    turn wrote or is changing, a preview record) look up their record and ask
-    :func:`record_condition` and :func:`version_in_force`.
-    """
-    if reader.api:
-        settled: ColumnElement[bool] = v.search_scope.in_(("AGENT", "SESSION"))
-    else:
-        scopes: list[ColumnElement[bool]] = []
-        if "agent" in reader.read_scopes:
-            scopes.append(v.search_scope == "AGENT")
-        if "session" in reader.read_scopes and reader.session_id is not None:
-            scopes.append(and_(v.search_scope == "SESSION", v.session_id == reader.session_id))
-        settled = or_(*scopes) if scopes else false()
-        if reader.preview:
-            settled = and_(settled, _not_named_by_preview(reader, v.record_id))
+
+def not_named_by_preview(reader: Reader, record_id: Any) -> ColumnElement[bool] | None:
+    """R13 for a preview turn's search: the record is named by no preview record it may
+    see; None for any other reader."""
+    if reader.api or not reader.preview:
+        return None
+    return _not_named_by_preview(reader, record_id)
+
+
+def unsettled_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[bool]:
+    """The versions without a settled answer (``search_scope`` NULL: a record an open turn
+    wrote or is changing, a preview record) that a search of ``reader`` may find: asked
+    of the record, :func:`record_condition` with ``Purpose.SEARCH`` and
+    :func:`version_in_force`. ``v`` has the version's ``id`` and ``record_id``."""
     r: Any = MemoryRecord
     # OFFSET 0 keeps the lookup a probe of the one record by its key, made only for an
     # unsettled version: without it the planner may hash every visible record of the agent
@@ -151,5 +169,36 @@ def searchable_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[
         )
         .offset(0)
     )
-    unsettled = and_(v.search_scope.is_(None), exists(record))
-    return and_(v.agent_id == reader.agent_id, or_(settled, unsettled))
+    return and_(v.search_scope.is_(None), exists(record))
+
+
+def searchable_version(reader: Reader, v: Any = MemoryVersion) -> ColumnElement[bool]:
+    """True for the versions of ``v`` a search of ``reader`` may find: the rows the gate
+    (``Purpose.SEARCH``) admits, joined on :func:`version_in_force`, decided on the version
+    row where it can be (R10-R14).
+
+    ``v.search_scope`` (kept by the database, migration 0005) holds the gate's answer for a
+    version of a record no open turn is writing or changing: ``'AGENT'`` or ``'SESSION'``
+    (of ``v.session_id``), the scope whose readers find it; ``'NONE'``, found by nobody.
+    Those rows are filtered on their own columns (:func:`settled_reaches`); only the rest
+    (:func:`unsettled_version`) look up their record.
+    """
+    if reader.api:
+        settled: ColumnElement[bool] = v.search_scope.in_(("AGENT", "SESSION"))
+    else:
+        reaches = settled_reaches(reader, v)
+        settled = or_(*reaches) if reaches else false()
+        named = not_named_by_preview(reader, v.record_id)
+        if named is not None:
+            settled = and_(settled, named)
+    return and_(v.agent_id == reader.agent_id, or_(settled, unsettled_version(reader, v)))
+
+
+def staged_version(v: Any = MemoryVersion, r: Any = MemoryRecord) -> ColumnElement[bool]:
+    """A version an open turn staged (R12): of a record not yet committed, or the pending
+    change a turn made to a committed one. No reader but that turn sees it, as a record's
+    ``versions`` shows; the output uses that name it are hidden with it."""
+    return or_(
+        r.committed.is_(False),
+        and_(r.pending_turn_id.is_not(None), r.pending_turn_id == v.turn_id),
+    )

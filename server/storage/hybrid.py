@@ -1,10 +1,8 @@
 """Hybrid search as one SQL statement: :func:`server.domain.ranking.rank` in PostgreSQL.
 
 Memory search (R40-R42) and history search (R62) rank rows of a *searchable
-table*: a table with an ``embedding vector(384)`` column under an HNSW
-``vector_cosine_ops`` index, a ``search_tsv tsvector`` column under a GIN
-index, a ``created_at`` and a ``uuid`` key. A caller describes what to rank
-with a :class:`server.storage.candidates.SearchSource` and runs the search with
+table* (:mod:`server.storage.source`). A caller describes what to rank with a
+:class:`server.storage.source.SearchSource` and runs the search with
 :func:`server.storage.hybrid_run.hybrid_search`::
 
     source = SearchSource.of(
@@ -50,13 +48,14 @@ from sqlalchemy import (
     literal_column,
     null,
     select,
-    union,
 )
 
 from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
-from server.storage.candidates import EXACT_BELOW, Candidates, SearchSource
+from server.storage.candidates import Candidates
+from server.storage.nearest import Path
 from server.storage.search_terms import F8, float_param
+from server.storage.source import SearchSource
 
 MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
 
@@ -112,12 +111,11 @@ def build_search(
     limit: int,
     preset: FusionPreset = DEFAULT_PRESET,
     now: datetime,
-    exact: bool | None = None,
-    exact_below: int = EXACT_BELOW,
+    path: Path | None = None,
 ) -> Select[Any]:
     """The one statement of a search; rows ``(key, score, cosine, lexical, created_at)``."""
     _check(mode=mode, text=text, vector=vector, min_score=min_score, limit=limit)
-    found = Candidates(source, preset.pool_size(limit), min_score, exact, exact_below)
+    found = Candidates(source, preset.pool_size(limit), min_score, path, seeking=preset.seeking)
     if mode == "vector":
         assert vector is not None
         v = found.by_meaning(vector, text=None)
@@ -165,27 +163,6 @@ def _best_first(
 _ROW = ("key", "score", "cosine", "lexical", "created_at")
 
 
-def candidate_keys(
-    *,
-    source: SearchSource,
-    text: str,
-    vector: Sequence[float],
-    min_score: float,
-    pool: int,
-    exact: bool | None = None,
-    exact_below: int = EXACT_BELOW,
-) -> Any:
-    """The keys of a hybrid search's candidates, as a CTE ``seeds(key)``: the first
-    ``pool`` by meaning (cosine >= ``min_score``) and the first ``pool`` keyword matches,
-    chosen exactly as :func:`build_search` chooses them (for a caller that ranks the
-    candidates, or rows near them, in its own way)."""
-    _check(mode="hybrid", text=text, vector=vector, min_score=min_score, limit=pool)
-    found = Candidates(source, pool, min_score, exact, exact_below)
-    v = found.by_meaning(vector, text=None)
-    lex = found.by_keywords(text, vector=None)
-    return union(select(v.c.key), select(lex.c.key)).cte("seeds")
-
-
 def search_parameters(
     *,
     text: str | None,
@@ -210,6 +187,5 @@ def search_parameters(
 __all__ = [
     "MODES",
     "build_search",
-    "candidate_keys",
     "search_parameters",
 ]

@@ -29,6 +29,7 @@ from server.storage.built import built_once
 # About 200 bytes an entry: 100,000 rows' agents in 20 MB.
 MAX_KEPT = 100_000
 _KEY = "owners"
+_CITUS = "citus"
 
 
 class Owners:
@@ -51,10 +52,15 @@ class Owners:
             self._agents.popitem(last=False)
 
 
-def session_info() -> dict[str, Any]:
+def session_info(*, citus: bool = False) -> dict[str, Any]:
     """What a database's sessions share (``async_sessionmaker(info=...)``): one
-    :class:`Owners`."""
-    return {_KEY: Owners()}
+    :class:`Owners`, and whether the database is a Citus coordinator."""
+    return {_KEY: Owners(), _CITUS: citus}
+
+
+def on_citus(db: AsyncSession) -> bool:
+    """True when ``db`` talks to a Citus coordinator (docs/scaling.md)."""
+    return bool(db.info.get(_CITUS))
 
 
 def _owners(db: AsyncSession) -> Owners:

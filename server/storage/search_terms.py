@@ -4,11 +4,10 @@ as named ``float8`` parameters.
 
 The full-text query: words match if a row shares *any* of them (stop words
 dropped, words stemmed: ``plainto_tsquery('english', text)`` with ``&`` turned
-into ``|``), ranked by cover density, so rows holding more of the words,
-closer together, rank higher. A query that uses web-search syntax (a
-``"quoted phrase"``, an ``OR`` between words, or a ``-word``) is read with
-``websearch_to_tsquery('english', text)`` instead, so a caller can ask for
-exact phrases and exclusions.
+into ``|``); the matches are ranked by BM25 (:mod:`server.storage.bm25`). A
+query that uses web-search syntax (a ``"quoted phrase"``, an ``OR`` between
+words, or a ``-word``) is read with ``websearch_to_tsquery('english', text)``
+instead, so a caller can ask for exact phrases and exclusions.
 
 The query text is the parameter ``text`` and the query vector the parameter
 ``q`` wherever they appear, so that a statement built once runs with new values
@@ -45,10 +44,14 @@ def tsquery(query: str) -> ColumnElement[Any]:
     return cast(func.replace(words, literal_column("'&'"), literal_column("'|'")), TSQUERY)
 
 
+def query_vector(embedding: ColumnElement[Any], vector: Sequence[float]) -> Any:
+    """The parameter ``:q``, the query vector, of the type of ``embedding``."""
+    return bindparam("q", list(vector), type_=embedding.type)
+
+
 def distance(embedding: ColumnElement[Any], vector: Sequence[float]) -> ColumnElement[Any]:
     """``embedding <=> :q``, the cosine distance of a row to the query vector."""
-    q = bindparam("q", list(vector), type_=embedding.type)
-    return embedding.op("<=>", return_type=F8)(q)
+    return embedding.op("<=>", return_type=F8)(query_vector(embedding, vector))
 
 
 def cosine(embedding: ColumnElement[Any], vector: Sequence[float]) -> ColumnElement[Any]:
@@ -62,4 +65,12 @@ def float_param(name: str, value: float) -> ColumnElement[Any]:
     return cast(bindparam(name, float(value)), F8)
 
 
-__all__ = ["F8", "cosine", "distance", "float_param", "tsquery", "uses_web_syntax"]
+__all__ = [
+    "F8",
+    "cosine",
+    "distance",
+    "float_param",
+    "query_vector",
+    "tsquery",
+    "uses_web_syntax",
+]

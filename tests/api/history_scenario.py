@@ -13,7 +13,7 @@ from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
 
 RECORD = """
-mutation($turn: UUID!, $events: [ConversationEventInput!]!, $execution: UUID, $key: String) {
+mutation($turn: ID!, $events: [ConversationEventInput!]!, $execution: ID, $key: String) {
   recordEvents(input: {turnId: $turn, events: $events, executionId: $execution,
                        idempotencyKey: $key}) {
     events { id sequence type toolName toolCallId payload execution { id kind name } }
@@ -27,7 +27,7 @@ RESULT_FIELDS = """
 """
 SEARCH = (
     """
-mutation($turn: UUID!, $q: String, $ids: [UUID!], $limit: Int, $execution: UUID,
+mutation($turn: ID!, $q: String, $ids: [ID!], $limit: Int, $execution: ID,
          $key: String) {
   searchHistory(input: {turnId: $turn, query: $q, ids: $ids, limit: $limit,
                         executionId: $execution, idempotencyKey: $key}) {
@@ -52,7 +52,7 @@ EVENT_FIELDS = """
 """
 SESSION_HISTORY = (
     """
-query($session: UUID!, $first: Int!, $after: String, $turnNumber: Int) {
+query($session: ID!, $first: Int!, $after: String, $turnNumber: Int) {
   session(id: $session) {
     history(first: $first, after: $after, turnNumber: $turnNumber) {
       edges { cursor node { """
@@ -63,7 +63,7 @@ query($session: UUID!, $first: Int!, $after: String, $turnNumber: Int) {
   }
 }"""
 )
-HISTORY_EVENT = "query($id: UUID!) { historyEvent(id: $id) { " + EVENT_FIELDS + " } }"
+HISTORY_EVENT = "query($id: ID!) { historyEvent(id: $id) { " + EVENT_FIELDS + " } }"
 
 
 def history_config(index: str | None = "messages_and_tools", **memory: Any) -> dict[str, Any]:

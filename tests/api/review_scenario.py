@@ -8,7 +8,7 @@ from tests.api.history_scenario import HistoryScenario
 from tests.api.scenario import INVOKE
 
 BEGIN_REVIEW = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   beginMemoryReview(input: {turnId: $turn, idempotencyKey: $key}) {
     due reason messages instructions text
     conversation { turn role toolName header text }
@@ -17,7 +17,7 @@ mutation($turn: UUID!, $key: String) {
   }
 }"""
 COMPARE = """
-mutation($review: UUID!, $candidates: [MemoryCandidateInput!]!, $limit: Int, $key: String) {
+mutation($review: ID!, $candidates: [MemoryCandidateInput!]!, $limit: Int, $key: String) {
   compareMemoryCandidates(input: {reviewId: $review, candidates: $candidates, limit: $limit,
                                   idempotencyKey: $key}) {
     text
@@ -27,7 +27,7 @@ mutation($review: UUID!, $candidates: [MemoryCandidateInput!]!, $limit: Int, $ke
   }
 }"""
 APPLY = """
-mutation($review: UUID!, $decisions: [MemoryDecisionInput!]!, $invocation: UUID,
+mutation($review: ID!, $decisions: [MemoryDecisionInput!]!, $invocation: ID,
          $key: String) {
   applyMemoryReview(input: {reviewId: $review, decisions: $decisions,
                             invocationId: $invocation, idempotencyKey: $key}) {

@@ -12,14 +12,14 @@ mutation($ns: String!, $name: String!, $sessionless: Boolean!) {
   createAgent(input: {namespace: $ns, name: $name, sessionless: $sessionless}) { agent { id } }
 }"""
 PUBLISH = """
-mutation($agent: UUID!, $config: JSON!) {
+mutation($agent: ID!, $config: JSON!) {
   publishAgentVersion(input: {agentId: $agent, config: $config}) { agentVersion { id number } }
 }"""
 CREATE_SESSION = """
-mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"""
+mutation($agent: ID!) { createSession(input: {agentId: $agent}) { session { id } } }"""
 BEGIN = """
-mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UUID,
-         $retryOf: UUID, $key: String) {
+mutation($session: ID, $agent: ID, $preview: Boolean! = false, $replayOf: ID,
+         $retryOf: ID, $key: String) {
   beginTurn(input: {sessionId: $session, agentId: $agent, preview: $preview,
                     replayOf: $replayOf, retryOf: $retryOf, idempotencyKey: $key}) {
     turn { id number attempt preview status }
@@ -28,14 +28,14 @@ mutation($session: UUID, $agent: UUID, $preview: Boolean! = false, $replayOf: UU
     instructions
   }
 }"""
-COMMIT = "mutation($turn: UUID!) { commitTurn(input: {turnId: $turn}) { turn { id status } } }"
-ROLLBACK = "mutation($turn: UUID!) { rollbackTurn(input: {turnId: $turn}) { turn { id status } } }"
-FAIL = """mutation($turn: UUID!) {
+COMMIT = "mutation($turn: ID!) { commitTurn(input: {turnId: $turn}) { turn { id status } } }"
+ROLLBACK = "mutation($turn: ID!) { rollbackTurn(input: {turnId: $turn}) { turn { id status } } }"
+FAIL = """mutation($turn: ID!) {
   failTurn(input: {turnId: $turn, error: "boom"}) { turn { id status } } }"""
 ADD = """
-mutation($turn: UUID!, $summary: String!, $content: String, $kind: String,
+mutation($turn: ID!, $summary: String!, $content: String, $kind: String,
          $labels: [LabelInput!],
-         $scope: Scope, $pinned: Boolean! = false, $replaces: UUID, $execution: UUID,
+         $scope: Scope, $pinned: Boolean! = false, $replaces: ID, $execution: ID,
          $key: String) {
   addMemory(input: {turnId: $turn, summary: $summary, content: $content, kind: $kind,
                     labels: $labels, scope: $scope, pinned: $pinned, replaces: $replaces,
@@ -45,21 +45,21 @@ mutation($turn: UUID!, $summary: String!, $content: String, $kind: String,
   }
 }"""
 READ = """
-mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
+mutation($turn: ID!, $id: ID!, $execution: ID) {
   readMemory(input: {turnId: $turn, id: $id, executionId: $execution}) {
     execution { id name output }
     sources { id recordId status summary }
   }
 }"""
 DELETE = """
-mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
+mutation($turn: ID!, $id: ID!, $execution: ID) {
   deleteMemory(input: {turnId: $turn, id: $id, executionId: $execution}) {
     execution { id name output }
     memories { id recordId status summary record { id status preview replaces { id } } }
   }
 }"""
 HELPER = """
-mutation($turn: UUID!, $kind: HelperKind!) {
+mutation($turn: ID!, $kind: HelperKind!) {
   startExecution(input: {turnId: $turn, kind: $kind, name: "helper"}) { execution { id kind } }
 }"""
 
@@ -165,7 +165,7 @@ class Scenario:
 # Dashboard views used to check what a call changed (or that it changed nothing).
 
 TURN_VIEW = """
-query($id: UUID!) {
+query($id: ID!) {
   turn(id: $id) {
     id number attempt status preview error endedAt
     replayOf { id } retryOf { id } session { id } agentVersion { id }
@@ -181,7 +181,7 @@ query($id: UUID!) {
   }
 }"""
 RECORDS = """
-query($agent: UUID!, $filter: MemoryRecordFilter) {
+query($agent: ID!, $filter: MemoryRecordFilter) {
   agent(id: $agent) {
     memoryRecords(first: 100, filter: $filter) {
       edges { node { id status scope preview pinned replaces { id } replacedBy { id }
@@ -190,7 +190,7 @@ query($agent: UUID!, $filter: MemoryRecordFilter) {
   }
 }"""
 MEMORY = """
-query($id: UUID!) {
+query($id: ID!) {
   agentMemory(id: $id) {
     id status scope preview pinned
     replaces { id } replacedBy { id } session { id }
@@ -205,7 +205,7 @@ query($id: UUID!) {
   }
 }"""
 INVOKE = """
-mutation($execution: UUID!, $purpose: InvocationPurpose!, $model: String! = "model-a",
+mutation($execution: ID!, $purpose: InvocationPurpose!, $model: String! = "model-a",
          $input: Int! = 0, $output: Int! = 0) {
   recordInvocation(input: {executionId: $execution, purpose: $purpose, model: $model,
                            inputTokens: $input, outputTokens: $output}) { invocation {
@@ -213,7 +213,7 @@ mutation($execution: UUID!, $purpose: InvocationPurpose!, $model: String! = "mod
   } }
 }"""
 START_EXECUTION = """
-mutation($turn: UUID!, $kind: HelperKind!, $name: String! = "helper", $parent: UUID) {
+mutation($turn: ID!, $kind: HelperKind!, $name: String! = "helper", $parent: ID) {
   startExecution(input: {turnId: $turn, kind: $kind, name: $name,
                          parentExecutionId: $parent}) { execution {
     id kind name status parent { id }

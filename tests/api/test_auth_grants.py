@@ -13,19 +13,19 @@ from tests.auth_helpers import bearer, codes, run_as, statements
 from tests.conftest import Api
 
 RECORDS = """
-query($a: UUID!) { agent(id: $a) { id memoryRecords(first: 50) {
+query($a: ID!) { agent(id: $a) { id memoryRecords(first: 50) {
   edges { node { id status current { summary } } } pageInfo { hasNextPage } } } }"""
 RECORD = """
-query($id: UUID!) { agentMemory(id: $id) { id status current { summary }
+query($id: ID!) { agentMemory(id: $id) { id status current { summary }
   versions { number status summary } } }"""
-DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
+DELETE_API = "mutation($id: ID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
 SEARCH = """
-mutation($t: UUID!) { searchMemory(input: {turnId: $t, limit: 50}) {
+mutation($t: ID!) { searchMemory(input: {turnId: $t, limit: 50}) {
   results { record { id } version { summary } } } }"""
 TURN_VIEW = """
-query($t: UUID!) { turn(id: $t) { number executions { name kind input output }
+query($t: ID!) { turn(id: $t) { number executions { name kind input output }
   transcript { type toolName payload } } }"""
-SESSIONS = "query($a: UUID!) { agent(id: $a) { sessions(first: 5) { edges { node { id } } } } }"
+SESSIONS = "query($a: ID!) { agent(id: $a) { sessions(first: 5) { edges { node { id } } } } }"
 
 
 @dataclass
@@ -301,7 +301,7 @@ async def test_a_payload_shows_what_its_mutation_wrote_as_the_bare_row_did(
     assert created.errors is None, created.errors
     agent = created.data["createAgent"]["agent"]
     assert agent["namespace"] == ns
-    again = await run_as(api, token, "query($a: UUID!) { agent(id: $a) { id } }", a=agent["id"])
+    again = await run_as(api, token, "query($a: ID!) { agent(id: $a) { id } }", a=agent["id"])
     assert again.data == {"agent": None} and codes(again) == ["FORBIDDEN"]
 
 

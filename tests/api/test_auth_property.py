@@ -27,9 +27,9 @@ from tests.conftest import Api
 
 EXAMPLES = 60
 RECORDS = """
-query($a: UUID!) { agent(id: $a) { memoryRecords(first: 100) {
+query($a: ID!) { agent(id: $a) { memoryRecords(first: 100) {
   edges { node { id preview status current { summary } } } pageInfo { hasNextPage } } } }"""
-RECORD = "query($id: UUID!) { agentMemory(id: $id) { id current { summary } } }"
+RECORD = "query($id: ID!) { agentMemory(id: $id) { id current { summary } } }"
 AGENTS = "query($ns: String!) { agents(namespace: $ns, first: 10) { edges { node { id } } } }"
 
 

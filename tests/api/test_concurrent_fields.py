@@ -15,7 +15,7 @@ async def test_many_sibling_reads_of_one_session_all_answer(api: Api) -> None:
     turn = await s.turn(session)
     record = await s.add_id(turn, "the user prefers tea")
     await s.commit(turn)
-    ns = (await api.ok("query($id: UUID!) { agent(id: $id) { namespace } }", id=agent))["agent"][
+    ns = (await api.ok("query($id: ID!) { agent(id: $id) { namespace } }", id=agent))["agent"][
         "namespace"
     ]
     fields = []

@@ -11,11 +11,11 @@ from tests.conftest import Api
 
 PAGE = "edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }"
 TURNS = (
-    "query($s: UUID!, $after: String) { session(id: $s) { turns(first: 2, after: $after) { "
+    "query($s: ID!, $after: String) { session(id: $s) { turns(first: 2, after: $after) { "
     + PAGE
     + " totalCount } } }"
 )
-TURN = """query($t: UUID!) { turn(id: $t) {
+TURN = """query($t: ID!) { turn(id: $t) {
   transcript { id } executions { id }
   transcriptConnection(first: 100) { edges { node { id } } totalCount }
   executionsConnection(first: 100) { edges { node { id } } totalCount } } }"""
@@ -23,7 +23,7 @@ TURN = """query($t: UUID!) { turn(id: $t) {
 
 def _turn_page(connection: str) -> str:
     return (
-        "query($t: UUID!, $after: String, $first: Int!) { turn(id: $t) { "
+        "query($t: ID!, $after: String, $first: Int!) { turn(id: $t) { "
         + connection
         + "(first: $first, after: $after) { "
         + PAGE
@@ -32,13 +32,13 @@ def _turn_page(connection: str) -> str:
 
 
 VERSIONS = (
-    """query($r: UUID!, $after: String) { agentMemory(id: $r) { versions { id number }
+    """query($r: ID!, $after: String) { agentMemory(id: $r) { versions { id number }
   versionsConnection(first: 1, after: $after) { """
     + PAGE
     + """ totalCount } } }"""
 )
 RECORDS = (
-    """query($a: UUID!, $filter: MemoryRecordFilter) { agent(id: $a) {
+    """query($a: ID!, $filter: MemoryRecordFilter) { agent(id: $a) {
   memoryRecords(first: 1, filter: $filter) { """
     + PAGE
     + " totalCount } } }"
@@ -148,7 +148,7 @@ async def test_agents_of_a_namespace_are_not_counted(api: Api) -> None:
     reader may not see, so there is none."""
     s = Scenario(api)
     await s.agent()
-    ns = (await api.ok("query($a: UUID!) { agent(id: $a) { namespace } }", a=s.agent_id))["agent"][
+    ns = (await api.ok("query($a: ID!) { agent(id: $a) { namespace } }", a=s.agent_id))["agent"][
         "namespace"
     ]
     agents = (await api.ok(AGENTS, ns=ns))["agents"]

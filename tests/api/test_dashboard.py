@@ -16,11 +16,11 @@ from tests.conftest import Api
 LABELS = {"customer_id": {"number": 5, "description": "The customer the memory is about."}}
 
 AGENT_VERSIONS = """
-query($id: UUID!) {
+query($id: ID!) {
   agent(id: $id) { versions { number config } latestVersion { number } }
 }"""
 SESSIONS = """
-query($id: UUID!, $first: Int!, $after: String) {
+query($id: ID!, $first: Int!, $after: String) {
   agent(id: $id) {
     sessions(first: $first, after: $after) {
       edges { cursor node { id agent { id } } }
@@ -29,7 +29,7 @@ query($id: UUID!, $first: Int!, $after: String) {
   }
 }"""
 RECORD_PAGE = """
-query($id: UUID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
+query($id: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
   agent(id: $id) {
     memoryRecords(first: $first, after: $after, filter: $filter) {
       edges { cursor node { id status scope preview current { summary kind labels } } }
@@ -42,7 +42,7 @@ PROVENANCE = (
     "session { id } turn { id number }"
 )
 RECORD = f"""
-query($id: UUID!) {{
+query($id: ID!) {{
   agentMemory(id: $id) {{
     id status scope preview session {{ id }}
     current {{ number status summary content }}
@@ -52,7 +52,7 @@ query($id: UUID!) {{
   }}
 }}"""
 TURN = """
-query($id: UUID!) {
+query($id: ID!) {
   turn(id: $id) {
     number status
     executions { id kind name status parent { id } invocations { purpose model } }
@@ -61,7 +61,7 @@ query($id: UUID!) {
   }
 }"""
 STATEMENT_PAGE = """
-query($id: UUID!, $first: Int!) {
+query($id: ID!, $first: Int!) {
   agent(id: $id) {
     memoryRecords(first: $first) {
       edges { node {
@@ -137,7 +137,7 @@ async def test_page_size_is_required(api: Api) -> None:
     s = Scenario(api)
     agent = await s.agent(memory_config())
     _, ext = await api.error(
-        "query($id: UUID!) { agent(id: $id) { sessions { edges { cursor } } } }", id=agent
+        "query($id: ID!) { agent(id: $id) { sessions { edges { cursor } } } }", id=agent
     )
     assert ext["code"] == "GRAPHQL_VALIDATION_FAILED"
     page = (await api.ok(SESSIONS, id=agent, first=100))["agent"]["sessions"]
@@ -321,7 +321,7 @@ async def test_r25_written_by_names_every_link(api: Api) -> None:
     ]["invocation"]["id"]
     added = (
         await api.ok(
-            """mutation($turn: UUID!, $invocation: UUID!) {
+            """mutation($turn: ID!, $invocation: ID!) {
           addMemory(input: {turnId: $turn, summary: "The customer is on the gold plan",
                             invocationId: $invocation}) {
             execution { id } memories { recordId }
@@ -392,6 +392,20 @@ async def test_agent_memory_reads_any_status_or_not_found(api: Api) -> None:
     assert data["status"] == "DELETED" and data["current"]["summary"] == "A record to delete"
     _, ext = await api.error(RECORD, id=str(uuid.uuid4()))
     assert ext["code"] == "NOT_FOUND"
+
+
+async def test_an_agent_lookup_without_its_keys_is_bad_input(api: Api) -> None:
+    """``agent`` needs an id, or a namespace and a name: asked with neither (or with half
+    of the pair) it is BAD_INPUT naming what is missing, not NOT_FOUND."""
+    for arguments, missing in (
+        ("", "id"),
+        ('(namespace: "ns")', "name"),
+        ('(name: "a")', "namespace"),
+    ):
+        result = await api.execute(f"{{ agent{arguments} {{ id }} }}")
+        assert result.data == {"agent": None}
+        [error] = result.errors
+        assert error.extensions == {"code": "BAD_INPUT", "field": missing}, error
 
 
 async def test_r12_staged_changes_are_not_visible_to_a_dashboard(api: Api) -> None:
@@ -514,3 +528,62 @@ async def test_nul_in_text_arguments_is_bad_input(api: Api) -> None:
         _, ext = await api.error(RECORD_PAGE, id=agent, first=5, filter=filter)
         assert ext == {"code": "BAD_INPUT", "field": field}
     assert len(await _all_record_ids(api, agent)) == 1
+
+
+async def test_labels_round_trip_from_an_output_to_an_input(api: Api) -> None:
+    """What a version gives as labelList is what an input's labels take: passed back as it
+    is, it writes the same labels (labels gives the same values as an object)."""
+    labels = {
+        "customer_id": {"number": 5, "description": "The customer."},
+        "branch": {"number": 6, "description": "The branch."},
+    }
+    s = Scenario(api)
+    await s.agent(memory_config(labels=labels))
+    session = await s.session()
+    turn = await s.turn(session)
+    first = await s.add_id(turn, "Banks at Baixa", labels={"customer_id": "C-42", "branch": "B"})
+    await s.commit(turn)
+    query = (
+        "query($id: ID!) { agentMemory(id: $id) { current { labels labelList { name value } } } }"
+    )
+    current = (await api.ok(query, id=first))["agentMemory"]["current"]
+    assert current["labels"] == {"customer_id": "C-42", "branch": "B"}
+    assert current["labelList"] == [
+        {"name": "branch", "value": "B"},
+        {"name": "customer_id", "value": "C-42"},
+    ]
+    again = await s.turn(session)
+    copy = await s.add_id(again, "Banks at Baixa, again", labels=current["labelList"])
+    await s.commit(again)
+    assert (await api.ok(query, id=copy))["agentMemory"]["current"] == current
+
+
+async def test_a_sessions_turns_read_newest_or_oldest_first_a_page_at_a_time(api: Api) -> None:
+    """A trace reads a session's turns as its conversation went (OLDEST_FIRST); each
+    order pages with its own cursors."""
+    query = """query($id: ID!, $order: ListOrder!, $after: String) {
+      session(id: $id) { turns(first: 2, order: $order, after: $after) {
+        totalCount pageInfo { hasNextPage endCursor } edges { node { number } } } } }"""
+    s = Scenario(api)
+    await s.agent(memory_config())
+    session = await s.session()
+    for _ in range(3):
+        await s.commit(await s.turn(session))
+
+    async def numbers(order: str) -> list[int]:
+        seen: list[int] = []
+        after = None
+        while True:
+            page = (await api.ok(query, id=session, order=order, after=after))["session"]["turns"]
+            assert page["totalCount"] == 3
+            seen += [e["node"]["number"] for e in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                return seen
+            after = page["pageInfo"]["endCursor"]
+
+    assert await numbers("OLDEST_FIRST") == [1, 2, 3]
+    assert await numbers("NEWEST_FIRST") == [3, 2, 1]
+    newest = await api.ok(query, id=session, order="NEWEST_FIRST")
+    cursor = newest["session"]["turns"]["pageInfo"]["endCursor"]
+    _, extensions = await api.error(query, id=session, order="OLDEST_FIRST", after=cursor)
+    assert extensions == {"code": "BAD_INPUT", "field": "after"}

@@ -17,7 +17,7 @@ from tests.conftest import Api
 
 LABELS = {"customer_id": {"number": 5, "description": "The customer the memory is about."}}
 SEARCH = """
-query($agent: UUID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
+query($agent: ID!, $q: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
   searchAgentMemory(agentId: $agent, query: $q, limit: $limit, kind: $kind, labels: $labels) {
     score cosine lexical
     version { summary kind status }
@@ -184,3 +184,53 @@ async def test_namespaces_lists_what_the_reader_may_browse(api: Api, memory: Mem
     assert (await run_as(api, runtime, NAMESPACES)).data == {"namespaces": [memory.other_ns]}
     by_namespace = await bearer(api, kind="runtime", namespace=memory.ns)
     assert (await run_as(api, by_namespace, NAMESPACES)).data == {"namespaces": [memory.ns]}
+
+
+EXPLAINED = """
+query($agent: ID!, $q: String!, $limit: Int) {
+  searchAgentMemory(agentId: $agent, query: $q, limit: $limit) {
+    score cosine lexical
+    version { summary }
+    explanation {
+      mode preset recency ageDays halfLifeDays
+      meaning { rank term } keywords { rank term }
+    }
+  }
+}"""
+
+
+async def test_each_result_says_why_it_ranked(api: Api, memory: Memory) -> None:
+    """R41: a hybrid result's score is its meaning, keyword and recency terms; a record
+    matching the query's words ranks by keywords, one sharing none only by meaning."""
+    found = (await api.ok(EXPLAINED, agent=memory.agent, q="office morning", limit=5))[
+        "searchAgentMemory"
+    ]
+    assert found[0]["version"]["summary"] == "The office opens at nine in the morning"
+    for hit in found:
+        e = hit["explanation"]
+        assert (e["mode"], e["preset"], e["halfLifeDays"]) == ("HYBRID", "default", 30.0)
+        total = e["meaning"]["term"] + e["keywords"]["term"] + e["recency"]
+        assert total == pytest.approx(hit["score"], rel=1e-12)
+        assert 0 < e["recency"] < e["meaning"]["term"] + e["keywords"]["term"]
+        assert e["ageDays"] >= 0
+        if hit["lexical"] is None:  # no word in common: found by meaning alone
+            assert e["keywords"] == {"rank": None, "term": 0.0}
+    top = found[0]["explanation"]
+    assert top["keywords"]["rank"] == 1 and top["meaning"]["rank"] == 1
+    ranks = [h["explanation"]["meaning"]["rank"] for h in found]
+    cosines = [h["cosine"] for h in found]
+    by_cosine = sorted(range(len(found)), key=lambda i: -cosines[i])
+    assert [ranks[i] for i in by_cosine] == sorted(r for r in ranks if r is not None)
+
+
+async def test_search_memory_results_have_no_explanation(api: Api) -> None:
+    """Only the dashboard's search explains; the agent's own results do not."""
+    s = Scenario(api)
+    await s.agent(memory_config())
+    session = await s.session()
+    await s.committed("The office opens at nine", session)
+    turn = await s.turn(session)
+    query = """mutation($t: ID!) { searchMemory(input: {turnId: $t, query: "office"}) {
+      results { score explanation { mode } } } }"""
+    [hit] = (await api.ok(query, t=turn))["searchMemory"]["results"]
+    assert hit["score"] > 0 and hit["explanation"] is None

@@ -76,7 +76,7 @@ async def test_r64_search_returns_exactly_what_the_reference_filter_allows(
         await s.record(turn, user(text))
         if kind == "failed":
             await api.ok(
-                "mutation($t: UUID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=turn
+                "mutation($t: ID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=turn
             )
             continue
         if kind == "rolled_back":

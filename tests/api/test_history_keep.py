@@ -23,8 +23,8 @@ from tests.api.history_scenario import (
 from tests.api.scenario import COMMIT, HELPER, READ
 from tests.conftest import Api
 
-TURN = "query($id: UUID!) { turn(id: $id) { status memories { id } } }"
-MEMORY = "query($id: UUID!) { agentMemory(id: $id) { id status } }"
+TURN = "query($id: ID!) { turn(id: $id) { status memories { id } } }"
+MEMORY = "query($id: ID!) { agentMemory(id: $id) { id status } }"
 
 
 def _kept(nodes: list[dict[str, Any]]) -> list[tuple[str, str | None, bool, str]]:
@@ -121,7 +121,7 @@ async def test_r60_native_tools_writes_kept_retrievals_never(api: Api) -> None:
     added = await s.add(turn, "Customer lives in Lisbon")
     record = added["memories"][0]["recordId"]
     refused = await api.execute(
-        'mutation($t: UUID!) { addMemory(input: {turnId: $t, summary: "x", kind: "nope"}) '
+        'mutation($t: ID!) { addMemory(input: {turnId: $t, summary: "x", kind: "nope"}) '
         "{ execution { id } } }",
         t=turn,
     )
@@ -130,7 +130,7 @@ async def test_r60_native_tools_writes_kept_retrievals_never(api: Api) -> None:
     searched = await s.search(turn, "hello")
     assert searched["results"] and first
     deleted = await api.ok(
-        "mutation($t: UUID!, $id: UUID!) { deleteMemory(input: {turnId: $t, id: $id}) "
+        "mutation($t: ID!, $id: ID!) { deleteMemory(input: {turnId: $t, id: $id}) "
         "{ execution { id } } }",
         t=turn,
         id=record,
@@ -186,7 +186,7 @@ async def test_r61_only_a_committed_attempt_is_kept(api: Api) -> None:
     failed = await s.turn(session)
     await s.record(failed, user("attempt one says walrus"))
     assert await s.history(session) == []
-    await api.ok("mutation($t: UUID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=failed)
+    await api.ok("mutation($t: ID!) { failTurn(input: {turnId: $t}) { turn { id } } }", t=failed)
     retry = await s.begin(session, retryOf=failed)
     await s.record(retry["turn"]["id"], user("attempt two says narwhal"))
     await s.commit(retry["turn"]["id"])

@@ -11,7 +11,7 @@ from tests.api.history_scenario import RECORD, HistoryScenario, agent, history_c
 from tests.api.scenario import HELPER
 from tests.conftest import Api
 
-TRANSCRIPT = "query($id: UUID!) { turn(id: $id) { transcript { sequence type } } }"
+TRANSCRIPT = "query($id: ID!) { turn(id: $id) { transcript { sequence type } } }"
 
 
 async def _transcript(api: Api, turn: str) -> list[dict[str, Any]]:
@@ -110,16 +110,19 @@ async def test_tool_call_ids_are_unique_in_the_turn(api: Api) -> None:
 
 
 async def test_native_link_must_match_the_call(api: Api) -> None:
-    """A TOOL_RESULT naming a native execution: it must be a tool call of this turn, to the
-    tool the call named, with the outcome the execution had; its text comes from the call."""
+    """A TOOL_RESULT naming a native execution: it must be a tool call of this turn (an
+    execution of another turn does not exist for it: NOT_FOUND, docs/security.md
+    "Ownership"), to the tool the call named, with the outcome the execution had; its
+    text comes from the call."""
     s, session, turn = await _open(api)
     added = await s.add(turn, "The customer likes tea")
     native = added["execution"]["id"]
     begun = await s.begin(session)
     other_turn_exec = begun["execution"]["id"]
     await s.record(turn, agent(None, ("c1", "add_memory", {}), ("c2", "lookup", {})))
+    _, ext = await s.record_error(turn, result("c1", execution=other_turn_exec))
+    assert (ext["code"], ext["field"]) == ("NOT_FOUND", "events[0].toolExecutionId")
     cases = [
-        (result("c1", execution=other_turn_exec), "events[0].toolExecutionId"),
         (result("c2", execution=native), "events[0].toolExecutionId"),  # lookup != add_memory
         (result("c1", execution=native, error=True), "events[0].toolExecutionId"),  # succeeded
         (result("c1", "text too", execution=native), "events[0].text"),

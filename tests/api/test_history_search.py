@@ -8,17 +8,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import and_, cast, event, select
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import and_, event, select
 
 from server.domain import history as rules
 from server.domain.dates import query_periods
 from server.domain.history import HistoryReader
 from server.domain.ranking import ContextPart, rank_in_context
 from server.models import HistoryEvent, HistoryPart, OutputUse
-from server.services.history_keywords import keywords_of
 from server.services.history_ranking import context_search
 from server.storage import hybrid_run
+from tests import bm25_reference as by_hand
 from tests.api.history_scenario import (
     SEARCH,
     HistoryScenario,
@@ -32,7 +31,7 @@ from tests.api.scenario import HELPER
 from tests.conftest import Api
 
 TRANSCRIPT = (
-    "query($id: UUID!) { turn(id: $id) { transcript { sequence type toolName payload "
+    "query($id: ID!) { turn(id: $id) { transcript { sequence type toolName payload "
     "execution { id } } } }"
 )
 
@@ -91,7 +90,9 @@ async def test_r62_a_tool_result_names_the_call_it_answers(api: Api) -> None:
 
 async def test_r62_a_result_is_one_part_and_ids_reads_the_event_whole(api: Api) -> None:
     """R62: a long event is found by one part (``part`` of ``parts``); its id in ``ids``
-    returns the whole event, and ids outside the reader's window are left out."""
+    returns the whole event, and an id that names no event is left out. An event of
+    another session is refused before anything is recorded (R64, docs/security.md,
+    "Ownership")."""
     s, session = await _agent(api)
     filler = " ".join(f"filler{i}" for i in range(400))
     long = f"{filler} the vault code is kestrel {filler.replace('filler', 'pad')}"
@@ -104,10 +105,15 @@ async def test_r62_a_result_is_one_part_and_ids_reads_the_event_whole(api: Api) 
     assert hit["parts"] > 1 and 1 <= hit["part"] <= hit["parts"]
     assert hit["text"].startswith("turn 1, user\n") and long not in hit["text"]
     assert len(hit["event"]["parts"]) == hit["parts"]
-    whole = await s.results(reader, ids=[hit["eventId"], elsewhere["id"], str(uuid.uuid4())])
+    whole = await s.results(reader, ids=[hit["eventId"], str(uuid.uuid4())])
     assert len(whole) == 1
     assert whole[0]["text"] == f"turn 1, user\n{long}"
     assert (whole[0]["part"], whole[0]["parts"], whole[0]["score"]) == (None, hit["parts"], None)
+    executions = "query($id: ID!) { turn(id: $id) { executions { id } } }"
+    before = await api.ok(executions, id=reader)
+    _, ext = await s.search_error(reader, ids=[hit["eventId"], elsewhere["id"]])
+    assert ext == {"code": "NOT_FOUND", "field": "ids[1]"}
+    assert await api.ok(executions, id=reader) == before  # refused before it was recorded
 
 
 async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
@@ -125,10 +131,18 @@ async def test_r62_only_turns_before_the_current_one(api: Api) -> None:
     assert len(await s.results(fresh, "dog called Biscuit", limit=50)) == 2
 
 
-async def test_a_history_search_plans_with_postgresqls_own_settings(api: Api) -> None:
-    """Parts have no vector index (migration 0006): a history search ranks them exactly
-    and does not take the settings that steer a memory search to its HNSW index. With
-    sorts disabled the planner avoided the sorts exact ranking needs (docs/scaling.md)."""
+_SEARCH_TEXTS = """mutation($turn: ID!, $q: String!) {
+  searchHistory(input: {turnId: $turn, query: $q}) { results { text part parts score } } }"""
+
+
+async def test_a_history_search_reads_history_in_two_statements_with_no_settings(
+    api: Api,
+) -> None:
+    """Parts have no vector index (migration 0006): a history search ranks them by their
+    bits and the best of them exactly (migration 0012), with no setting before it (with
+    sorts disabled the planner avoided the sorts the ranking needs, docs/scaling.md). It
+    reads the session's history in two statements: the keywords' counts, and the ranking
+    with each part and its event; the resolver shows them without reading them again."""
     s, session = await _agent(api)
     await s.committed_turn(session, user("the dog is called Biscuit"))
     reader = await s.turn(session)
@@ -140,11 +154,15 @@ async def test_a_history_search_plans_with_postgresqls_own_settings(api: Api) ->
     engine = api.database.engine.sync_engine
     event.listen(engine, "before_cursor_execute", record)
     try:
-        hits = await s.results(reader, "dog called Biscuit")
+        found = await api.ok(_SEARCH_TEXTS, turn=reader, q="dog called Biscuit")
     finally:
         event.remove(engine, "before_cursor_execute", record)
-    assert _texts(hits) == ["turn 1, user\nthe dog is called Biscuit"]
-    assert any("history_parts" in statement for statement in sent)
+    hits = found["searchHistory"]["results"]
+    assert [(h["text"], h["part"], h["parts"]) for h in hits] == [
+        ("turn 1, user\nthe dog is called Biscuit", 1, 1)
+    ]
+    reads = [x for x in sent if "history_parts" in x or "history_events" in x]
+    assert len(reads) == 2, [" ".join(r.split()[:8]) for r in reads]
     assert not [x for x in sent if "enable_sort" in x or "hnsw." in x or "plan_cache" in x]
 
 
@@ -163,7 +181,7 @@ async def test_r64_a_replay_sees_only_the_turns_before_its_original(api: Api) ->
 
 async def test_r64_preview_turns_events_are_searched_by_preview_turns_only(api: Api) -> None:
     """R64: what a preview turn keeps is searched only by preview turns; a preview turn
-    also sees the live turns' events."""
+    also sees the live turns' events. A live turn naming a preview event is refused."""
     s, session = await _agent(api)
     await s.committed_turn(session, user("live says the pelican is blue"))
     await s.committed_turn(session, user("preview says the pelican is green"), preview=True)
@@ -177,7 +195,11 @@ async def test_r64_preview_turns_events_are_searched_by_preview_turns_only(api: 
         "turn 2, user\npreview says the pelican is green",
     ]
     preview_ids = [n["id"] for n in await s.history(session) if n["preview"]]
-    assert await s.results(live, ids=preview_ids) == []
+    assert (await s.search_error(live, ids=preview_ids))[1] == {
+        "code": "NOT_FOUND",
+        "field": "ids[0]",
+    }
+    assert len(await s.results(preview, ids=preview_ids)) == 1
 
 
 async def test_r64_history_never_crosses_sessions_or_agents(api: Api) -> None:
@@ -259,14 +281,17 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
     assert execution["parent"]["id"] == turn["execution"]["id"]
     assert execution["input"] == {"query": "invoice INV-2231", "ids": None, "limit": 3}
     listed = execution["output"]["events"]
-    assert [e["event"] for e in listed] == [r["eventId"] for r in found["results"]]
+    assert [e["eventId"] for e in listed] == [r["eventId"] for r in found["results"]]
+    assert [(e["turn"], e["part"], e["parts"]) for e in listed] == [
+        (r["turn"], r["part"], r["parts"]) for r in found["results"]
+    ]
     assert len(listed) == 2
     (usage,) = execution["invocations"]
     assert usage["purpose"] == "EMBED" and usage["counted"] is False
     assert usage["inputTokens"] > 0 and usage["model"] == "all-MiniLM-L6-v2"
     transcript = (await api.ok(TRANSCRIPT, id=turn["turn"]["id"]))["turn"]["transcript"]
     assert [t["type"] for t in transcript[-2:]] == ["USAGE", "TOOL_RESULT"]
-    assert transcript[-2]["payload"]["purpose"] == "embed"
+    assert transcript[-2]["payload"]["purpose"] == "EMBED"
     assert transcript[-2]["payload"]["counted"] is False
     assert {t["execution"]["id"] for t in transcript[-2:]} == {execution["id"]}
     async with api.database.session() as db:
@@ -392,10 +417,10 @@ async def test_session_history_costs_a_bounded_number_of_statements(api: Api) ->
 
 
 async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) -> None:
-    """R62: a word in more than COMMON_WORD_SHARE of the session's parts (here a name in
-    every message) is left out of the keyword search, counted on the parts the reader
-    sees; the search then finds the message the rare words name, in lexical mode too."""
-    from server.domain import history as rules
+    """R62: a word in more than the preset's common share of the session's parts (here a
+    name in every message) finds no keyword candidates, counted on the session's parts;
+    the search then finds the message the rare words name, in lexical mode too, and the
+    name still weighs (a little) in its score."""
     from server.domain.history import HistoryReader
     from server.services.history_ranking import rank_parts
 
@@ -409,21 +434,23 @@ async def test_r62_keywords_leave_out_words_too_common_in_the_session(api: Api) 
         turn_number=2,
         preview=False,
     )
+    seeking = rules.PRESET.seeking
+    assert seeking.common_share is not None and seeking.common_min < 25  # "dana": all 25
     query = "Where did Dana leave the spare key?"
     async with api.database.session() as db:
-        assert (await keywords_of(db, reader=reader, query=query)).text == "leave spare key"
-        # a reader before turn 1 sees no parts: nothing is common, the query stays whole
-        early = HistoryReader(reader.agent_id, reader.session_id, 1, False)
-        assert (await keywords_of(db, reader=early, query=query)).text == query
-        # web-search syntax is read as written
-        quoted = '"Dana" key'
-        assert (await keywords_of(db, reader=reader, query=quoted)).text == quoted
-        (top,) = await rank_parts(
+        # one place in the pool: were the name finding candidates, its 25 parts would
+        # crowd the flowerpot out
+        found = await rank_parts(
             db, reader=reader, query=query, vector=None, limit=1, mode="lexical"
         )
+        (top,) = found
         part = await db.get(HistoryPart, top.key)
+        only_name = await rank_parts(
+            db, reader=reader, query="Dana", vector=None, limit=50, mode="lexical"
+        )
     assert part is not None and part.text == "Dana: the spare key is under the flowerpot"
-    assert rules.COMMON_WORD_MIN_COUNT < 25  # the name is in all 25 parts
+    # every word common: the query is read whole, and every part holds the name
+    assert len(only_name) == 25
     (hit, *_) = await s.results(reader_turn, query)
     assert hit["text"].endswith("the spare key is under the flowerpot")
 
@@ -458,8 +485,9 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     api: Api,
 ) -> None:
     """R62: the statement of a hybrid history search scores every part of the candidates'
-    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows,
-    the part after each and the period the query names included."""
+    turns as :func:`server.domain.ranking.rank_in_context` does, read from the same rows
+    (each part's keyword weight its BM25 score, computed by hand), the part after each
+    and the period the query names included."""
     s, session = await _agent(api)
     for events in (
         (
@@ -486,18 +514,16 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
     periods = query_periods(query, now=now)
     assert len(periods) == 1
     async with api.database.session() as db:
-        keywords = await keywords_of(db, reader=reader, query=query)
-        assert keywords.weights  # the query's words, weighed by how few parts hold them
         stmt = context_search(
             reader=reader,
-            keywords=keywords,
+            query=query,
             vector=vector,
             min_score=rules.MIN_SCORE,
             limit=50,
             now=now,
             periods=periods,
         )
-        rows = await hybrid_run.scanned_rows(db, stmt, mode="hybrid", limit=50, preset=rules.PRESET)
+        rows = await hybrid_run.scanned_rows(db, *stmt)
         hits = hybrid_run.hits(rows)
         keys = [h.key for h in hits]
         turns = {
@@ -508,9 +534,6 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                 )
             ).all()
         }
-        matches = [
-            HistoryPart.search_tsv.op("@@")(cast(stems, TSQUERY)) for stems, _ in keywords.weights
-        ]
         rows = (
             await db.execute(
                 select(
@@ -520,7 +543,6 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                     HistoryPart.part,
                     HistoryPart.created_at,
                     (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
-                    *matches,
                 )
                 .join(
                     HistoryEvent,
@@ -535,7 +557,13 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                 )  # type: ignore[attr-defined]
             )
         ).all()
-    weights = [w for _, w in keywords.weights]
+        # a part's keyword weight: its BM25 score, idf counted over the session's parts
+        terms = await by_hand.query_terms(db, query)
+        session_parts = await by_hand.documents(
+            db, table="history_parts", key="id", where="session_id = :s", params={"s": session}
+        )
+    assert {"puppi", "chew", "last", "week"} <= set(terms)
+    bm25 = by_hand.scores(session_parts, session_parts, terms)
     parts = [
         ContextPart(
             key=str(r[0]),
@@ -544,7 +572,7 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
             part=r[3],
             created_at=r[4],
             cosine=float(r[5]),
-            keywords=sum(w for w, m in zip(weights, r[6:], strict=True) if m),
+            keywords=bm25[str(r[0])] or 0.0,
         )
         for r in rows
     ]

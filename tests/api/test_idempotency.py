@@ -17,11 +17,11 @@ from tests.auth_helpers import full_caller
 from tests.conftest import Api
 
 COMMIT_KEYED = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 DELETE_KEYED = """
-mutation($turn: UUID!, $id: UUID!, $key: String) {
+mutation($turn: ID!, $id: ID!, $key: String) {
   deleteMemory(input: {turnId: $turn, id: $id, idempotencyKey: $key}) {
     execution { id name }
     memories { id recordId status }

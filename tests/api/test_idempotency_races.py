@@ -24,43 +24,43 @@ CALLS = 4
 IN_FLIGHT = "a call with this idempotencyKey is in flight; retry it"
 
 BEGIN = """
-mutation($session: UUID!, $key: String) {
+mutation($session: ID!, $key: String) {
   beginTurn(input: {sessionId: $session, idempotencyKey: $key}) { turn { id status } }
 }"""
 CLOSE = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   %s(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 ADD = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   addMemory(input: {turnId: $turn, summary: "The customer lives in Lyon", idempotencyKey: $key}) {
     execution { id } memories { id recordId status }
   }
 }"""
 BY_ID = """
-mutation($turn: UUID!, $id: UUID!, $key: String) {
+mutation($turn: ID!, $id: ID!, $key: String) {
   %s(input: {turnId: $turn, id: $id, idempotencyKey: $key}) { execution { id } %s { id } }
 }"""
 SEARCH = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   searchMemory(input: {turnId: $turn, query: "where does the customer live",
                        idempotencyKey: $key}) {
     execution { id } results { version { id } }
   }
 }"""
 RECALL = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   recall(input: {turnId: $turn, query: "where does the customer live", idempotencyKey: $key}) {
     recorded execution { id } results { version { id } }
   }
 }"""
 RECORD = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   recordEvents(input: {turnId: $turn, events: [{type: USER_MESSAGE, text: "Hello again"}],
                        idempotencyKey: $key}) { events { id sequence } }
 }"""
 SEARCH_HISTORY = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   searchHistory(input: {turnId: $turn, query: "city", idempotencyKey: $key}) {
     execution { id } results { eventId }
   }

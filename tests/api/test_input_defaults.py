@@ -15,19 +15,19 @@ mutation($ns: String!) {
   }
 }"""
 BEGIN = """
-mutation($session: UUID!, $preview: Boolean, $key: String) {
+mutation($session: ID!, $preview: Boolean, $key: String) {
   beginTurn(input: {sessionId: $session, preview: $preview, idempotencyKey: $key}) {
     turn { id preview } execution { id }
   }
 }"""
 ADD = """
-mutation($turn: UUID!) {
+mutation($turn: ID!) {
   addMemory(input: {turnId: $turn, summary: "The customer prefers email", pinned: null}) {
     memories { record { pinned } }
   }
 }"""
 INVOKE = """
-mutation($execution: UUID!) {
+mutation($execution: ID!) {
   recordInvocation(input: {executionId: $execution, purpose: TURN, model: "m",
                            inputTokens: null, outputTokens: null}) {
     invocation { inputTokens outputTokens }

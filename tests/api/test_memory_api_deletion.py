@@ -12,15 +12,15 @@ from tests.api.scenario import READ, Scenario, memory_config, records
 from tests.auth_helpers import bearer, run_as
 from tests.conftest import Api
 
-DELETE_API = "mutation($id: UUID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
+DELETE_API = "mutation($id: ID!) { deleteAgentMemory(input: {id: $id}) { record { id status } } }"
 HISTORY = """
-query($id: UUID!) { agentMemory(id: $id) {
+query($id: ID!) { agentMemory(id: $id) {
   status current { number status summary }
   versions { number status summary
     writtenBy { execution { id } turn { id } agentVersion { id } session { id }
       apiDeletion { principal { id name kind } caller createdAt } } } } }"""
 WHO_DELETED = """
-query($id: UUID!) { agentMemory(id: $id) {
+query($id: ID!) { agentMemory(id: $id) {
   versions { writtenBy { apiDeletion { principal { name kind } } } } } }"""
 
 

@@ -25,7 +25,7 @@ from tests.auth_helpers import bearer, run_as
 from tests.conftest import Api
 
 TURN_VIEW = """
-query($t: UUID!) { turn(id: $t) { transcript { type toolName payload } } }"""
+query($t: ID!) { turn(id: $t) { transcript { type toolName payload } } }"""
 SECRET = "SECRETWORD"
 # long enough that the kept reply is cut into several parts (R62), the memory call's
 # arguments across more than one of them
@@ -131,7 +131,7 @@ async def test_the_agent_itself_reads_its_own_calls(api: Api, world: dict[str, A
 # -- a discarded turn's memory (R12) ------------------------------------------------------
 
 DISCARDED_VIEW = """
-query($t: UUID!) {
+query($t: ID!) {
   turn(id: $t) {
     status
     executions { name status input output }
@@ -166,7 +166,7 @@ async def _discarded_world(api: Api) -> dict[str, Any]:
 
 
 SEARCH_OWN = """
-mutation($turn: UUID!, $q: String!) {
+mutation($turn: ID!, $q: String!) {
   searchMemory(input: {turnId: $turn, query: $q}) { results { version { summary } } }
 }"""
 

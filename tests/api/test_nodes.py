@@ -18,11 +18,11 @@ from tests.conftest import Api
 NODE = "query($id: ID!) { node(id: $id) { __typename id } }"
 NODES = "query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }"
 SEARCH = """
-mutation($turn: UUID!, $q: String) {
+mutation($turn: ID!, $q: String) {
   searchMemory(input: {turnId: $turn, query: $q}) { execution { id uses { id } } }
 }"""
 HISTORY = """
-query($s: UUID!) { session(id: $s) { history(first: 10) {
+query($s: ID!) { session(id: $s) { history(first: 10) {
   edges { node { id parts { id } } } } } }"""
 
 
@@ -90,7 +90,7 @@ async def test_the_global_id_is_the_uuid_every_input_takes(api: Api, world: Worl
     """A node's id goes straight into a typed lookup, and back."""
     turn = world.ids["Turn"]
     data = await api.ok(
-        "query($id: UUID!, $node: ID!) { turn(id: $id) { id } node(id: $node) { id } }",
+        "query($id: ID!, $node: ID!) { turn(id: $id) { id } node(id: $node) { id } }",
         id=turn,
         node=turn,
     )
@@ -103,13 +103,15 @@ async def test_an_unknown_or_malformed_id_is_null_with_its_error(api: Api, world
     assert result.data == {"node": None} and codes(result) == ["NOT_FOUND"]
     result = await api.execute(NODE, id="not-a-uuid")
     assert result.data == {"node": None} and codes(result) == ["BAD_INPUT"]
-    result = await api.execute(NODES, ids=[world.ids["Turn"], unknown, "x"])
+    result = await api.execute(NODES, ids=[world.ids["Turn"], unknown])
     assert result.data["nodes"][0]["id"] == world.ids["Turn"]
-    assert result.data["nodes"][1:] == [None, None]
-    assert sorted((e.path, e.extensions["code"]) for e in result.errors) == [
-        (["nodes", 1], "NOT_FOUND"),
-        (["nodes", 2], "BAD_INPUT"),
-    ]
+    assert result.data["nodes"][1:] == [None]
+    assert [(e.path, e.extensions["code"]) for e in result.errors] == [(["nodes", 1], "NOT_FOUND")]
+    # a malformed id is the caller's input at fault, as in every id argument: the whole
+    # list is BAD_INPUT, naming it
+    result = await api.execute(NODES, ids=[world.ids["Turn"], unknown, "x"])
+    assert result.data is None  # nodes is a non-null list: its error nulls the answer
+    assert [e.extensions for e in result.errors] == [{"code": "BAD_INPUT", "field": "ids[2]"}]
 
 
 async def test_node_reads_under_the_typed_lookups_grants(api: Api, world: World) -> None:
@@ -129,7 +131,7 @@ async def test_node_reads_under_the_typed_lookups_grants(api: Api, world: World)
     typed = await run_as(
         api,
         token,
-        "query($id: UUID!) { agentMemory(id: $id) { id } }",
+        "query($id: ID!) { agentMemory(id: $id) { id } }",
         id=world.ids["MemoryRecord"],
     )
     assert typed.data == {"agentMemory": None} and codes(typed) == ["FORBIDDEN"]
@@ -167,7 +169,7 @@ async def test_a_reader_of_another_namespace_reads_no_node(api: Api, world: Worl
 
 async def test_a_failing_lookup_nulls_its_own_field_only(api: Api, world: World) -> None:
     """One NOT_FOUND or FORBIDDEN nulls that field; the rest of the answer stands."""
-    query = """query($s: UUID!, $t: UUID!, $r: UUID!) {
+    query = """query($s: ID!, $t: ID!, $r: ID!) {
       session(id: $s) { id } turn(id: $t) { id } agentMemory(id: $r) { id } }"""
     unknown = str(uuid.uuid4())
     result = await api.execute(

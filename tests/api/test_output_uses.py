@@ -20,7 +20,7 @@ from tests.auth_helpers import bearer, run_as
 from tests.conftest import Api
 
 USES = """
-query($t: UUID!) {
+query($t: ID!) {
   turn(id: $t) {
     executions {
       id name

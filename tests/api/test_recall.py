@@ -18,7 +18,7 @@ from tests.api.scenario import HELPER, Scenario, memory_config, turn_view
 from tests.conftest import Api
 
 RECALL = """
-mutation($turn: UUID!, $work: String!, $execution: UUID, $key: String) {
+mutation($turn: ID!, $work: String!, $execution: ID, $key: String) {
   recall(input: {turnId: $turn, query: $work, executionId: $execution, idempotencyKey: $key}) {
     kind notice text recorded
     execution { id name kind status input output parent { id } }

@@ -13,7 +13,7 @@ from tests.api.scenario import FAIL, MEMORY, memory_record, records, turn_view
 from tests.auth_helpers import bearer, codes, run_as
 from tests.conftest import Api
 
-EXECUTION_OUTPUT = "query($t: UUID!) { turn(id: $t) { executions { id output } } }"
+EXECUTION_OUTPUT = "query($t: ID!) { turn(id: $t) { executions { id output } } }"
 
 
 def config(every: Any = None, **memory: Any) -> dict[str, Any]:
@@ -58,6 +58,10 @@ async def test_every_turn_a_review_reads_the_turn_and_its_writes_name_their_prov
     assert applied["execution"]["status"] == "SUCCEEDED"
     assert applied["execution"]["output"]["memories"][0]["summary"] == "The user lives in Lisbon"
     record = applied["memories"][0]["recordId"]
+    # the output names its decisions' targets as MemoryDecisionOutcome does (an ADD has none)
+    [decision] = applied["execution"]["output"]["decisions"]
+    assert (decision["action"], decision["recordId"]) == ("ADD", None)
+    assert "record" not in decision
     assert await records(api, s.agent_id) == []  # visible at commit (R12)
     await s.commit(turn)
     written = (await memory_record(api, record))["versions"][0]["writtenBy"]
@@ -76,6 +80,8 @@ async def test_every_n_messages_counts_across_turns_and_the_watermark_moves_at_c
     await _said(s, one, "I prefer tea")
     early = await s.begin_review(one)
     assert (early["due"], early["review"], early["conversation"]) == (False, None, [])
+    # nothing to read and nothing to follow: both null, as the review
+    assert (early["instructions"], early["text"]) == (None, None)
     assert early["reason"] == "2 of 4 messages since the last review"
     await s.commit(one)
     two = await s.turn(session)
@@ -298,7 +304,7 @@ async def test_a_review_applies_once_and_one_session_reviews_one_turn_at_a_time(
     assert (await s.begin_review(turn, key="b1")) == begun
     assert (await s.begin_review(turn))["review"]["id"] == review
     message, ext = await s.api.error(
-        "mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=other
+        "mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=other
     )
     assert ext["code"] == "CONFLICT" and "reviewing" in message
     await s.invoke(begun)
@@ -318,7 +324,7 @@ async def test_a_review_needs_memory_and_its_model_call(api: Api) -> None:
     await s.agent(config(enabled=False))
     turn = await s.turn(await s.session())
     _, ext = await s.api.error(
-        "mutation($t: UUID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=turn
+        "mutation($t: ID!) { beginMemoryReview(input: {turnId: $t}) { due } }", t=turn
     )
     assert ext["code"] == "NOT_ALLOWED"
     s, session = await _world(api)

@@ -17,10 +17,10 @@ from tests.api.scenario import PUBLISH, Scenario, memory_config
 from tests.conftest import Api
 
 VERSION = """
-query($id: UUID!) {
+query($id: ID!) {
   agentVersion(id: $id) { id number config effectiveMemoryConfig agent { id } }
 }"""
-VERSIONS = "query($id: UUID!) { agent(id: $id) { versions { number } latestVersion { number } } }"
+VERSIONS = "query($id: ID!) { agent(id: $id) { versions { number } latestVersion { number } } }"
 
 AGENT_SCOPES = {"read": ["agent"], "write": ["agent"]}
 

@@ -34,20 +34,20 @@ from tests.conftest import Api
 
 BOTH = ["session", "agent"]
 SEARCH = """
-mutation($turn: UUID!) {
+mutation($turn: ID!) {
   searchMemory(input: {turnId: $turn, limit: 50}) { results { version { recordId } } }
 }"""
 READ_AS = """
-mutation($turn: UUID!, $id: UUID!, $execution: UUID) {
+mutation($turn: ID!, $id: ID!, $execution: ID) {
   readMemory(input: {turnId: $turn, id: $id, executionId: $execution}) { sources { recordId } }
 }"""
 RECALL = """
-mutation($turn: UUID!, $q: String!) {
+mutation($turn: ID!, $q: String!) {
   recall(input: {turnId: $turn, query: $q}) { results { version { recordId } } }
 }"""
 ADD_INVOKED = """
-mutation($turn: UUID!, $summary: String!, $invocation: UUID, $execution: UUID,
-         $replaces: UUID) {
+mutation($turn: ID!, $summary: String!, $invocation: ID, $execution: ID,
+         $replaces: ID) {
   addMemory(input: {turnId: $turn, summary: $summary, invocationId: $invocation,
                     executionId: $execution, replaces: $replaces}) {
     execution { id }
@@ -183,7 +183,7 @@ async def test_r12_open_turn_record_is_visible_to_that_turn_only_until_commit(
     concurrent = await s.turn(session)
     assert await status_seen(s, concurrent, record) is None
     await expect_error(
-        api, "query($id: UUID!) { agentMemory(id: $id) { id } }", "NOT_FOUND", id=record
+        api, "query($id: ID!) { agentMemory(id: $id) { id } }", "NOT_FOUND", id=record
     )
     assert await records(api, s.agent_id) == []
     await s.commit(writer)
@@ -744,9 +744,9 @@ async def test_r25_every_version_names_who_wrote_it(api: Api) -> None:
     """R25: each version names its execution, invocation, agent version, session and turn."""
     s = Scenario(api)
     await s.agent(memory_config())
-    v1 = (
-        await api.ok("query($a: UUID!) { agent(id: $a) { latestVersion { id } } }", a=s.agent_id)
-    )["agent"]["latestVersion"]["id"]
+    v1 = (await api.ok("query($a: ID!) { agent(id: $a) { latestVersion { id } } }", a=s.agent_id))[
+        "agent"
+    ]["latestVersion"]["id"]
     session = await s.session()
     first = await s.begin(session)
     turn1, exec1 = first["turn"]["id"], first["execution"]["id"]

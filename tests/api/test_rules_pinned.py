@@ -71,7 +71,7 @@ async def test_r30_transcript_names_the_record_versions_listed(api: Api) -> None
     begun = await s.begin(session)
     payload = await pinned_event(api, begun["turn"]["id"])
     current = (await memory_record(api, new))["current"]["id"]
-    assert payload["versions"] == [{"record": new, "version": current}]
+    assert payload["versions"] == [{"recordId": new, "versionId": current}]
     assert [(p["recordId"], p["versionId"]) for p in begun["pinned"]] == [(new, current)]
     assert payload["lines"] == [p["line"] for p in begun["pinned"]]
 
@@ -132,7 +132,7 @@ async def test_r30_pin_changed_by_an_open_turn_is_listed_as_in_force(api: Api) -
         (written["recordId"], written["id"])
     ]
     assert (await pinned_event(api, begun["turn"]["id"]))["versions"] == [
-        {"record": written["recordId"], "version": written["id"]}
+        {"recordId": written["recordId"], "versionId": written["id"]}
     ]
     await s.commit(staging)
     assert (await s.begin(session))["pinned"] == []
@@ -145,7 +145,7 @@ async def test_r30_sessionless_agent_gets_its_pins(api: Api) -> None:
     record = await s.committed("Global rule", pinned=True)
     begun = await s.begin()
     assert pins(begun) == [record]
-    assert (await pinned_event(api, begun["turn"]["id"]))["versions"][0]["record"] == record
+    assert (await pinned_event(api, begun["turn"]["id"]))["versions"][0]["recordId"] == record
 
 
 async def test_r30_version_without_memory_or_pinned_lists_nothing(api: Api) -> None:
@@ -387,4 +387,4 @@ async def test_r31_pins_over_a_smaller_budget_list_the_newest_that_fit(api: Api)
     assert note.startswith("1 older pinned record(s) are not listed") and "consolidate" in note
     event = await pinned_event(api, begun["turn"]["id"])
     assert event["lines"] == listed
-    assert [v["record"] for v in event["omitted"]] == made[:1]
+    assert [v["recordId"] for v in event["omitted"]] == made[:1]

@@ -111,3 +111,37 @@ def test_what_the_structure_adds_is_described_without_rule_numbers() -> None:
         field = query.fields[root]
         assert _plain(field.description), root
         assert all(_plain(a.description) for a in field.args.values()), root
+
+
+def _named(type_: object) -> str:
+    while hasattr(type_, "of_type"):
+        type_ = type_.of_type
+    return str(getattr(type_, "name", ""))
+
+
+def test_a_list_with_a_paginated_twin_is_deprecated_and_names_it() -> None:
+    """A list field that can grow without bound and has a connection beside it
+    (``transcript`` / ``transcriptConnection``) is @deprecated, its reason naming the
+    twin; the twin pages the same items."""
+    twins = []
+    for type_ in _schema().type_map.values():
+        if not isinstance(type_, GraphQLObjectType) or type_.name.startswith("__"):
+            continue
+        for name, field in type_.fields.items():
+            twin = type_.fields.get(f"{name}Connection")
+            if twin is None:
+                continue
+            twins.append(f"{type_.name}.{name}")
+            assert field.deprecation_reason, f"{type_.name}.{name} is not deprecated"
+            assert f"{name}Connection" in field.deprecation_reason
+            assert _named(twin.type).removesuffix("Connection") == _named(field.type)
+            assert twin.deprecation_reason is None
+    assert sorted(twins) == ["MemoryRecord.versions", "Turn.executions", "Turn.transcript"]
+
+
+def test_connections_are_described_as_counted() -> None:
+    """Every connection offers totalCount, and its description no longer says otherwise."""
+    for type_ in _schema().type_map.values():
+        if isinstance(type_, GraphQLObjectType) and type_.name.endswith("Connection"):
+            assert "totalCount" in type_.fields, type_.name
+            assert "no total count" not in (type_.description or ""), type_.name

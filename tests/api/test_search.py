@@ -19,14 +19,15 @@ from sqlalchemy import and_, func, select
 
 from server.domain.visibility import Purpose, version_in_force
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
-from server.services import memory_api
+from server.services import memory_api, memory_ranking
+from server.storage.nearest import Path
 from tests.api import test_visibility_property as vis
 from tests.api.scenario import HELPER, Scenario, label_list, memory_config, turn_view
 from tests.conftest import Api
 
 SEARCH = """
-mutation($turn: UUID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: [UUID!],
-         $limit: Int, $after: String, $execution: UUID, $invocation: UUID, $key: String) {
+mutation($turn: ID!, $q: String, $kind: String, $labels: [LabelInput!], $ids: [ID!],
+         $limit: Int, $after: String, $execution: ID, $invocation: ID, $key: String) {
   searchMemory(input: {turnId: $turn, query: $q, kind: $kind, labels: $labels, ids: $ids,
                        limit: $limit, after: $after, executionId: $execution,
                        invocationId: $invocation, idempotencyKey: $key}) {
@@ -45,6 +46,7 @@ LABELS = {
     "priority": {"number": 6, "description": "how urgent"},
 }
 KINDS = ["fact", "event", "guidance"]
+PATHS: tuple[Path, ...] = ("exact", "bits", "index")
 
 NOTES = [
     (
@@ -71,7 +73,7 @@ NOTES = [
 # Shares no word with NOTES[0] (the tomato plants), close to it in meaning.
 MEANING_ONLY = "irrigating crops daily"
 DELETE = """
-mutation($turn: UUID!, $id: UUID!) {
+mutation($turn: ID!, $id: ID!) {
   deleteMemory(input: {turnId: $turn, id: $id}) { execution { id } }
 }"""
 
@@ -86,7 +88,7 @@ def search_config(**search: Any) -> dict[str, Any]:
 
 
 BEGIN_VERSION = """
-mutation($session: UUID!, $version: UUID) {
+mutation($session: ID!, $version: ID) {
   beginTurn(input: {sessionId: $session, agentVersionId: $version}) {
     turn { id } execution { id }
   }
@@ -232,7 +234,10 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
     assert purpose == "embed" and tokens > 0 and counted is False
     view = await turn_view(api, turn)
     usage = [e for e in view["transcript"] if e["type"] == "USAGE"]
-    assert usage and usage[0]["payload"]["purpose"] == "embed"
+    # the payload spells the purpose as the InvocationPurpose enum does, and names the
+    # model call as the Invocation type does
+    assert usage and usage[0]["payload"]["purpose"] == "EMBED"
+    assert {"invocationId", "inputTokens"} <= set(usage[0]["payload"])
     assert usage[0]["execution"]["id"] == execution["id"]
     assert [e["type"] for e in view["transcript"]][-1] == "TOOL_RESULT"
 
@@ -240,7 +245,7 @@ async def test_r43_a_search_is_an_execution_with_retrieved_uses_and_embed_usage(
 @pytest.mark.parametrize("mode", ["vector", "lexical"])
 async def test_r6_r41_single_signal_modes(world: World, mode: str) -> None:
     """R6, R41: ``vector`` ranks by meaning alone (score = cosine), ``lexical`` by words
-    alone (score = full-text rank, no embedding, so no embed usage)."""
+    alone (score = BM25 keyword score, no embedding, so no embed usage)."""
     api = world.scenario.api
     turn = await world.turn(mode)
     found = await search(api, turn, query="window seats on flights", limit=6)
@@ -421,7 +426,7 @@ async def test_r43_invocation_and_idempotency_key(world: World) -> None:
     turn, execution = begun["turn"]["id"], begun["execution"]["id"]
     invocation = (
         await api.ok(
-            "mutation($e: UUID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
+            "mutation($e: ID!) { recordInvocation(input: {executionId: $e, purpose: TURN,"
             ' model: "m"}) { invocation { id } } }',
             e=execution,
         )
@@ -544,7 +549,10 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
     """R10-R14: for random agents, sessions, live and preview turns, records written,
     replaced, deleted, committed and rolled back, every open turn's search (ranked and
     listed) returns exactly the records ``visible_records`` allows for search, each in
-    the version that turn sees (R12: the prior one while another turn stages a change)."""
+    the version that turn sees (R12: the prior one while another turn stages a change).
+    The ranking finds them whichever way it finds its candidates by meaning: exactly,
+    by the embedding's bits (an index-only scan of the gate's columns), or on the HNSW
+    index (the gate applied above the index scan)."""
     world = vis.World(scenario=Scenario(api))
     await vis.make_agent(world, sessionless=False)
     await vis.make_agent(world, sessionless=data.draw(st.booleans(), label="sessionless"))
@@ -574,6 +582,13 @@ async def test_r10_r14_search_finds_exactly_what_the_gate_allows(
             assert set(got) == allowed, (reader, query)
             for record, version in got.items():
                 assert version == str(version_in_force(reader, by_id[record].facts))
+        vector, _ = await api.embedder.embed_one("note")
+        for path in PATHS:
+            async with api.database.session() as db:
+                query = memory_ranking.MemoryQuery("note", vector, "vector", -1.0, 100, path=path)
+                ranked = await memory_ranking.ranked(db, reader, query)
+                by_path = {f.record.id: str(f.version.id) for f in ranked}
+            assert by_path == {uuid.UUID(str(r)): v for r, v in got.items()}, (reader, path)
 
 
 # -- the gate's answer kept on versions (migration 0005) ----------------------------------

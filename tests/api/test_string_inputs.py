@@ -32,15 +32,15 @@ from tests.api.scenario import CREATE_AGENT, INVOKE, START_EXECUTION, Scenario, 
 from tests.conftest import Api
 
 FAIL = """
-mutation($turn: UUID!, $error: String) {
+mutation($turn: ID!, $error: String) {
   failTurn(input: {turnId: $turn, error: $error}) { turn { id status } }
 }"""
 SESSION = """
-mutation($agent: UUID!, $external: String) {
+mutation($agent: ID!, $external: String) {
   createSession(input: {agentId: $agent, externalId: $external}) { session { id } }
 }"""
 PUBLISH = """
-mutation($agent: UUID!, $config: JSON!, $label: String) {
+mutation($agent: ID!, $config: JSON!, $label: String) {
   publishAgentVersion(input: {agentId: $agent, config: $config, label: $label}) {
     agentVersion { id }
   }
@@ -101,7 +101,7 @@ async def test_nul_in_a_string_literal_is_bad_input(api: Api) -> None:
     """A document's own literal may spell NUL as an escape; it is checked as well."""
     world = await _world(api)
     query = (
-        "mutation($turn: UUID!) {"
+        "mutation($turn: ID!) {"
         ' failTurn(input: {turnId: $turn, error: "a\\u0000b"}) { turn { id } } }'
     )
     _, ext = await api.error(query, turn=world["turn"])
@@ -125,7 +125,6 @@ async def test_names_ending_in_a_newline_are_refused(
 _MINIMAL: dict[str, Any] = {
     "String": "ok",
     "ID": "ok",
-    "UUID": "00000000-0000-0000-0000-000000000000",
     "Int": 1,
     "Float": 1.0,
     "Boolean": False,

@@ -30,21 +30,21 @@ from tests.conftest import Api
 
 BOTH = ["session", "agent"]
 BEGIN_AT = """
-mutation($session: UUID, $agent: UUID, $version: UUID) {
+mutation($session: ID, $agent: ID, $version: ID) {
   beginTurn(input: {sessionId: $session, agentId: $agent, agentVersionId: $version}) {
     turn { id agentVersion { id number } }
   }
 }"""
 FAIL_WITH = """
-mutation($turn: UUID!, $error: String) {
+mutation($turn: ID!, $error: String) {
   failTurn(input: {turnId: $turn, error: $error}) { turn { id status error endedAt } }
 }"""
 CLOSE_WITH_KEY = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 CREATE_SESSION = (
-    "mutation($agent: UUID!) { createSession(input: {agentId: $agent}) { session { id } } }"
+    "mutation($agent: ID!) { createSession(input: {agentId: $agent}) { session { id } } }"
 )
 
 
@@ -134,7 +134,7 @@ async def test_begin_turn_at_an_earlier_version_follows_that_config(api: Api) ->
     s = Scenario(api)
     await s.agent(memory_config(tools=["add_memory"]))
     first = (
-        await api.ok("query($a: UUID!) { agent(id: $a) { latestVersion { id } } }", a=s.agent_id)
+        await api.ok("query($a: ID!) { agent(id: $a) { latestVersion { id } } }", a=s.agent_id)
     )["agent"]["latestVersion"]["id"]
     await s.publish(memory_config(tools=[]))
     session = await s.session()
@@ -427,7 +427,7 @@ async def test_start_execution_records_helpers_and_programs(api: Api) -> None:
     )["startExecution"]["execution"]
     assert program["parent"] == {"id": helper["id"]}
     children = await api.ok(
-        "query($id: UUID!) { execution(id: $id) { children { id kind } } }", id=helper["id"]
+        "query($id: ID!) { execution(id: $id) { children { id kind } } }", id=helper["id"]
     )
     assert children["execution"]["children"] == [{"id": program["id"], "kind": "PROGRAM"}]
     view = await turn_view(api, turn)

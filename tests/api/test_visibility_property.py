@@ -54,7 +54,7 @@ SESSIONLESS_CONFIGS = ((("agent",), ("agent",)),)
 SCOPE_SETS = (("session",), ("agent",), ("session", "agent"))
 
 BEGIN_VERSION = """
-mutation($session: UUID, $agent: UUID, $version: UUID!, $preview: Boolean!) {
+mutation($session: ID, $agent: ID, $version: ID!, $preview: Boolean!) {
   beginTurn(input: {sessionId: $session, agentId: $agent, agentVersionId: $version,
                     preview: $preview}) {
     turn { id preview }
@@ -64,7 +64,7 @@ mutation($session: UUID, $agent: UUID, $version: UUID!, $preview: Boolean!) {
 # Weighted: most steps write, so that each example holds records in many states.
 ACTIONS = ("begin", "add", "add", "add", "add", "delete", "delete", "end")
 AGENT_MEMORY = """
-query($id: UUID!) { agentMemory(id: $id) { id status preview scope } }"""
+query($id: ID!) { agentMemory(id: $id) { id status preview scope } }"""
 
 
 @dataclass
@@ -292,6 +292,21 @@ def change_refusal(
     return None
 
 
+def out_of_reach(reader: Reader, facts: RecordFacts | None) -> bool:
+    """docs/security.md, "Ownership": a record a turn may not name at all (another
+    agent's; another session's session-scope record; a preview turn's, from a live turn;
+    one another open turn staged) is refused NOT_FOUND before the call runs, ahead of
+    any other refusal. An id that names nothing is left to the call."""
+    if facts is None:
+        return False
+    return (
+        facts.agent_id != reader.agent_id
+        or (facts.scope == "SESSION" and facts.session_id != reader.session_id)
+        or (facts.preview and not reader.preview)
+        or (not facts.committed and facts.turn_id != reader.turn_id)
+    )
+
+
 def scope_refusal(reader: Reader, scope: str | None) -> str | None:
     """R20: session unless the agent asks for agent; only scopes in scope.write."""
     choice = (
@@ -312,12 +327,14 @@ async def add(world: World, data: st.DataObject, turn: uuid.UUID, n: int) -> Non
     if world.record_ids and data.draw(st.booleans(), label="replaces?"):
         replaces = pick_target(world, data, reader, rows)
     target_refusal = None
+    unreachable = False
     if replaces is not None:
         facts = next((r.facts for r in rows if r.facts.id == replaces), None)
         # A preview turn changes no live record: it names it from a new preview record.
         changes_status = facts is not None and (facts.preview or not reader.preview)
         target_refusal = change_refusal(reader, rows, replaces, changes_status=changes_status)
-    refusal = scope_refusal(reader, scope) or target_refusal
+        unreachable = out_of_reach(reader, facts)
+    refusal = "NOT_FOUND" if unreachable else scope_refusal(reader, scope) or target_refusal
     event(f"add: {refusal or 'saved'}{' (replaces)' if replaces else ''}")
     result = await s.api.execute(
         ADD,

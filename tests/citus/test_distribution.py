@@ -28,7 +28,7 @@ from tests.api.test_recall import RECALL
 from tests.conftest import Api
 
 SEARCH_MEMORY = """
-mutation($turn: UUID!, $q: String!) {
+mutation($turn: ID!, $q: String!) {
   searchMemory(input: {turnId: $turn, query: $q}) { results { version { summary } } }
 }"""
 
@@ -80,7 +80,9 @@ def test_migrate_citus_again_places_nothing(database_url: URL, engine: Engine) -
 def test_a_later_migrations_table_is_placed_as_it_is_created(citus_cluster: Any) -> None:
     """A database placed at 0007, then upgraded: migration 0008 creates
     ``memory_reviews`` with foreign keys to turns, sessions and executions, which Citus
-    takes only between distributed tables and only with the agent in them."""
+    takes only between distributed tables and only with the agent in them. (Upgraded to
+    0008 only: the data steps of 0009-0012 read distributed tables in ways Citus does not
+    run, docs/scaling.md.)"""
     name = f"agent_memory_upgrade_{uuid.uuid4().hex[:8]}"
     url = citus_cluster.create_database(name, migrate=False)
     engine = create_engine(url)
@@ -89,7 +91,7 @@ def test_a_later_migrations_table_is_placed_as_it_is_created(citus_cluster: Any)
         assert not migrate.on_citus(url)
         assert "memory_versions" in migrate.distribute(url)
         assert migrate.on_citus(url)
-        migrate.upgrade(url)
+        migrate.upgrade(url, "0008")
         placed = _placement(engine)
         assert placed["memory_reviews"][:2] == ("h", "agent_id")
         assert placed["memory_reviews"][2] == placed["turns"][2]
@@ -180,26 +182,62 @@ async def test_an_agents_history_search_is_routed_to_one_shard(api: Api) -> None
     _one_shard(await _plan(api, *seen.the_one("FROM history_parts", "ranked.score")))
 
 
-async def test_a_searchs_scan_settings_reach_the_agents_shard(api: Api) -> None:
-    """The memory search steers the planner with SET LOCAL (server/storage/hybrid_run.py):
-    migrate --citus has the coordinator pass them on to the shard that runs it."""
-    s = Scenario(api)
-    agent_id = await s.agent(memory_config())
-    session = await s.session()
-    await s.committed("The customer prefers email", session)
+LEXICAL = """
+mutation($turn: ID!, $q: String!) {
+  searchMemory(input: {turnId: $turn, query: $q}) { results { lexical version { summary } } }
+}"""
+
+
+async def _docs(api: Api, agent_id: str, word: str, table: str = "memory_term_stats") -> int:
+    """How many settled versions (or kept parts) of the agent hold ``word``: its BM25
+    statistics."""
     assert api.database.engine is not None
     async with api.database.engine.connect() as conn:
-        await conn.exec_driver_sql("SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = 123")
-        on_shard = (
-            await conn.execute(
-                text(
-                    "SELECT current_setting('enable_sort'), current_setting('hnsw.ef_search')"
-                    " FROM memory_versions WHERE agent_id = :agent LIMIT 1"
-                ),
-                {"agent": uuid.UUID(agent_id)},
-            )
-        ).one()
-    assert tuple(on_shard) == ("off", "123")
+        found = await conn.scalar(
+            text(
+                f"SELECT coalesce(sum(docs), 0) FROM {table} WHERE agent_id = :agent"
+                " AND term = ANY(tsvector_to_array(to_tsvector('english', :word)))"
+            ),
+            {"agent": uuid.UUID(agent_id), "word": word},
+        )
+    return int(found or 0)
+
+
+async def test_a_record_is_found_by_a_rare_word_right_after_its_turn_commits(api: Api) -> None:
+    """R41, R62: the BM25 index (migration 0011) is kept on the shards, row by row
+    (server/citus/bm25.py): a record written by a turn is found by a word no other
+    record holds, by its keyword score, by the next turn; its statistics move when the
+    record is replaced; a kept message is found by its rare word too."""
+    s = Scenario(api)
+    config = memory_config(read=["agent"], write=["agent"])
+    config["harness"]["memory"]["search"] = {"mode": "lexical"}
+    agent_id = await s.agent(config)
+    session = await s.session()
+    await s.committed("The dog is called Biscuit", session, scope="AGENT")
+    turn = await s.turn(session)
+    rare = await s.add_id(turn, "The gate code is quokka", scope="AGENT")
+    await s.commit(turn)
+    found = await api.ok(LEXICAL, turn=await s.turn(session), q="quokka")
+    assert [r["version"]["summary"] for r in found["searchMemory"]["results"]] == [
+        "The gate code is quokka"
+    ]
+    assert found["searchMemory"]["results"][0]["lexical"] > 0
+    assert await _docs(api, agent_id, "quokka") == 1
+    turn = await s.turn(session)
+    await s.add(turn, "The gate code is wombat", replaces=rare, scope="AGENT")
+    await s.commit(turn)
+    assert (await _docs(api, agent_id, "quokka"), await _docs(api, agent_id, "wombat")) == (0, 1)
+    found = await api.ok(LEXICAL, turn=await s.turn(session), q="quokka")
+    assert found["searchMemory"]["results"] == []
+
+    h = HistoryScenario(api)
+    teller = await h.agent(history_config())
+    talk = await h.session()
+    await h.committed_turn(talk, user("We cooked risotto on Sunday"), agent("Lovely."))
+    await h.committed_turn(talk, user("The capybara escaped"), agent("Oh no."))
+    assert await _docs(api, teller, "capybara", "history_term_stats") == 1
+    hits = await h.results(await h.turn(talk), "capybara")
+    assert "capybara" in hits[0]["text"]
 
 
 @pytest.fixture

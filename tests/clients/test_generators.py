@@ -129,4 +129,4 @@ def test_gql_dsl_builds_valid_queries(schema: GraphQLSchema) -> None:
     texts = [dsl.print_ast(dsl.dsl_gql(op).document) for op in (query, mutation)]
     for text in texts:
         assert _errors(schema, text) == [], text
-    assert "query ($agent: UUID!)" in texts[0]
+    assert "query ($agent: ID!)" in texts[0]

@@ -4,7 +4,6 @@ token-aware parts, and the reference filter of who sees which part."""
 from __future__ import annotations
 
 import itertools
-import math
 import uuid
 
 import pytest
@@ -177,74 +176,6 @@ S1, S2 = uuid.uuid4(), uuid.uuid4()
 def test_r64_reference_filter(reader: HistoryReader, part: PartFacts, seen: bool) -> None:
     """R64: earlier turns of the same session; preview parts for preview readers only."""
     assert visible_part(reader, part) is seen
-
-
-def test_r62_query_words_are_distinct_lower_case_and_bounded() -> None:
-    assert rules.query_words("When did Caroline meet caroline's friend, Caroline?") == [
-        "when",
-        "did",
-        "caroline",
-        "meet",
-        "caroline's",
-        "friend",
-    ]
-    assert rules.query_words("a b c d", limit=2) == ["a", "b"]
-
-
-def test_r62_keywords_leave_out_words_most_parts_contain() -> None:
-    """R62: a word in more than COMMON_WORD_SHARE of the parts (a speaker's name) is left
-    out of the keyword search; stop words (no keyword) go too, as they match nothing."""
-    query = "When did Caroline go to the support group?"
-    counts = {
-        "when": None,
-        "did": None,
-        "caroline": 180,
-        "go": 40,
-        "to": None,
-        "the": None,
-        "support": 6,
-        "group": 9,
-    }
-    assert rules.COMMON_WORD_SHARE == 0.05
-    assert rules.keyword_query(query, counts, 400) == "support group"
-    # exactly at the share is kept; just over is not
-    assert rules.keyword_query(query, {**counts, "go": 20}, 400) == "go support group"
-    assert rules.keyword_query(query, {**counts, "go": 21}, 400) == "support group"
-
-
-def test_r62_keywords_keep_the_query_when_filtering_would_say_nothing() -> None:
-    query = "Caroline and Melanie"
-    common = {"caroline": 300, "and": None, "melanie": 290}
-    assert rules.keyword_query(query, common, 400) == query  # nothing would be left
-    rare = {"caroline": 1, "and": None, "melanie": 2}
-    assert rules.keyword_query(query, rare, 400) == query  # nothing to leave out
-    # in a short session a word in a handful of parts still narrows the search
-    few = {"caroline": rules.COMMON_WORD_MIN_COUNT, "and": None, "melanie": 1}
-    assert rules.keyword_query(query, few, 30) == query
-    more = {**few, "caroline": rules.COMMON_WORD_MIN_COUNT + 1}
-    assert rules.keyword_query(query, more, 30) == "melanie"
-
-
-def test_r62_keywords_keep_words_past_the_counted_ones() -> None:
-    words = [f"w{i}" for i in range(rules.COMMON_WORD_CHECKED + 3)]
-    query = " ".join(["name", *words])
-    checked = rules.query_words(query)
-    assert len(checked) == rules.COMMON_WORD_CHECKED
-    counts: dict[str, int | None] = {w: 0 for w in checked}
-    counts["name"] = 100
-    assert rules.keyword_query(query, counts, 100) == " ".join(words)
-
-
-def test_r62_keyword_weight_is_the_words_inverse_document_frequency() -> None:
-    """R62: a word few parts hold weighs more than one most parts hold; a word every part
-    holds weighs almost nothing, never less than nothing."""
-    assert (
-        rules.keyword_weight(1, 400)
-        > rules.keyword_weight(20, 400)
-        > rules.keyword_weight(300, 400)
-    )
-    assert 0 < rules.keyword_weight(400, 400) < 0.01
-    assert rules.keyword_weight(0, 400) == pytest.approx(math.log(1 + 400.5 / 0.5))
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])

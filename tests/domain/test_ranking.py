@@ -15,6 +15,7 @@ from server.domain.ranking import (
     ContextPart,
     Mode,
     Ranked,
+    explain,
     rank,
     rank_in_context,
     recency,
@@ -511,3 +512,45 @@ def test_r62_a_part_kept_in_a_period_the_query_names_gains_date_share() -> None:
         parts, now=NOW, limit=3, periods=[(NOW - timedelta(days=12), NOW - timedelta(days=9))]
     )
     assert _keys(edge)[:2] == ["since", "last-week"]
+
+
+# Explanations: the terms of a score
+
+
+@given(candidate_lists, min_scores, limits.filter(bool), presets)
+def test_a_hybrid_explanation_sums_to_the_score(
+    cands: list[Candidate], min_score: float, limit: int, preset: FusionPreset
+) -> None:
+    """Each result's terms, from its positions in the single-signal rankings over the same
+    pool (what the dashboard's search reads), add up to its score exactly."""
+    pool = preset.pool_size(limit)
+    args: dict[str, Any] = {"min_score": min_score, "now": NOW, "preset": preset}
+    results = rank(cands, mode="hybrid", limit=limit, **args)
+    by_meaning = {r.key: i for i, r in enumerate(rank(cands, mode="vector", limit=pool, **args), 1)}
+    by_words = {r.key: i for i, r in enumerate(rank(cands, mode="lexical", limit=pool, **args), 1)}
+    created = {c.key: c.created_at for c in cands}
+    for r in results:
+        e = explain(
+            mode="hybrid",
+            score=r.score,
+            created_at=created[r.key],
+            now=NOW,
+            meaning_rank=by_meaning.get(r.key),
+            keyword_rank=by_words.get(r.key),
+            preset=preset,
+        )
+        assert (e.meaning_term + e.keyword_term) + e.recency_term == r.score
+        assert e.meaning_rank is not None or e.keyword_rank is not None
+
+
+def test_a_single_signal_explanation_is_that_signal() -> None:
+    made = NOW - timedelta(days=3)
+    vector = explain(
+        mode="vector", score=0.8, created_at=made, now=NOW, meaning_rank=2, keyword_rank=None
+    )
+    assert (vector.meaning_term, vector.keyword_term, vector.recency_term) == (0.8, 0.0, 0.0)
+    assert (vector.meaning_rank, vector.age_days) == (2, pytest.approx(3.0))
+    lexical = explain(
+        mode="lexical", score=0.1, created_at=made, now=NOW, meaning_rank=None, keyword_rank=1
+    )
+    assert (lexical.meaning_term, lexical.keyword_term, lexical.keyword_rank) == (0.0, 0.1, 1)

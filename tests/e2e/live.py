@@ -80,13 +80,14 @@ def client(server: str, token: str) -> Client:
 @dataclass
 class Seeded:
     namespace: str
-    agent_id: uuid.UUID
+    # ids as the API gives them, and takes them: the objects' UUIDs as text
+    agent_id: str
     agent_name: str
-    session_id: uuid.UUID
+    session_id: str
     runtime_token: str
-    replaced_id: uuid.UUID  # "Prefers email", replaced by "Prefers phone calls after 5pm"
-    correction_id: uuid.UUID  # the correction: its record has 1 version, the old one 2
-    deleted_id: uuid.UUID  # "Asked about fees once": versions ACTIVE, then DELETED
+    replaced_id: str  # "Prefers email", replaced by "Prefers phone calls after 5pm"
+    correction_id: str  # the correction: its record has 1 version, the old one 2
+    deleted_id: str  # "Asked about fees once": versions ACTIVE, then DELETED
 
 
 def seed(server: str, database_url: URL) -> Seeded:
@@ -111,7 +112,7 @@ def seed(server: str, database_url: URL) -> Seeded:
         ).create_session.session
         turn = api.begin_turn(BeginTurnInput(session_id=session.id)).begin_turn.turn
 
-        def add(summary: str, **more: object) -> uuid.UUID:
+        def add(summary: str, **more: object) -> str:
             payload = api.add_memory(AddMemoryInput(turn_id=turn.id, summary=summary, **more))
             return payload.add_memory.memories[0].record_id
 
@@ -124,9 +125,9 @@ def seed(server: str, database_url: URL) -> Seeded:
         api.commit_turn(CommitTurnInput(turn_id=turn.id))
     return Seeded(
         namespace=namespace,
-        agent_id=uuid.UUID(agent.id),  # a global id is the UUID as text
+        agent_id=agent.id,
         agent_name=agent.name,
-        session_id=uuid.UUID(session.id),
+        session_id=session.id,
         runtime_token=runtime,
         replaced_id=old,
         correction_id=new,

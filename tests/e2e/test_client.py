@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 
 import agent_memory_client_async as aio
 import pytest
@@ -152,34 +151,64 @@ async def test_dashboard_reads_with_the_async_client(
 
         agent = (await api.agent_memory_records(seeded.agent_id, 50)).agent
         assert agent is not None  # a lookup that fails is null, its error raised
-        records = {uuid.UUID(e.node.id): e.node for e in agent.memory_records.edges}
+        records = {e.node.id: e.node for e in agent.memory_records.edges}
         old = records[seeded.replaced_id]
         assert old.status is aio.MemoryStatus.SUPERSEDED
-        assert old.replaced_by is not None and uuid.UUID(old.replaced_by.id) == seeded.correction_id
-        assert [(v.number, v.status) for v in old.versions] == [
+        assert old.replaced_by is not None and old.replaced_by.id == seeded.correction_id
+        assert [(v.node.number, v.node.status) for v in old.versions_connection.edges] == [
             (1, aio.MemoryStatus.ACTIVE),
             (2, aio.MemoryStatus.SUPERSEDED),
         ]
-        assert old.versions[0].labels == {"customer_id": "C-42"}
-        assert old.versions[0].written_by.turn is not None
+        assert old.current.labels == {"customer_id": "C-42"}
+        assert [(label.name, label.value) for label in old.current.label_list] == [
+            ("customer_id", "C-42")
+        ]
         deleted = records[seeded.deleted_id]
-        assert [v.status for v in deleted.versions][-1] is aio.MemoryStatus.DELETED
+        assert deleted.versions_connection.edges[-1].node.status is aio.MemoryStatus.DELETED
 
-        detail = (await api.memory_record_detail(seeded.correction_id)).agent_memory
-        assert detail is not None
-        assert detail.replaces is not None and uuid.UUID(detail.replaces.id) == seeded.replaced_id
-        assert detail.versions[0].written_by.session is not None
-        assert detail.versions[0].written_by.session.external_id == "chat-1"
+        detail = (await api.memory_record_detail(seeded.replaced_id)).agent_memory
+        assert detail is not None and detail.versions_connection.total_count == 2
+        first = detail.versions_connection.edges[0].node
+        assert first.written_by.turn is not None and first.written_by.session is not None
+        assert first.written_by.session.external_id == "chat-1"
+        corrected = (await api.memory_record_detail(seeded.correction_id)).agent_memory
+        assert corrected is not None and corrected.replaces is not None
+        assert corrected.replaces.id == seeded.replaced_id
 
-        turns = (await api.session_turns(seeded.session_id, 10)).session.turns.edges
-        first = next(t.node for t in turns if t.node.number == 1)
-        assert first.status == "COMMITTED"
-        assert "add_memory" in {e.tool_name for e in first.transcript}
+        turns = (
+            await api.session_turns(seeded.session_id, 10, order=aio.ListOrder.OLDEST_FIRST)
+        ).session
+        assert turns is not None
+        first_turn = turns.turns.edges[0].node
+        assert first_turn.number == 1 and first_turn.status == "COMMITTED"
+        events = (await api.turn_transcript(first_turn.id, 50)).turn
+        assert events is not None
+        assert "add_memory" in {e.node.tool_name for e in events.transcript_connection.edges}
+
+        # as it stood when the first turn began: nothing yet
+        before = (
+            await api.agent_memory_records(
+                seeded.agent_id, 10, as_of=aio.MemoryAsOf(turn_id=first_turn.id)
+            )
+        ).agent
+        assert before is not None and before.memory_records.total_count == 0
 
         hits = (await api.search_agent_memory(seeded.agent_id, "phone")).search_agent_memory
         assert hits is not None
         assert hits[0].version.summary == "Prefers phone calls after 5pm"
         assert hits[0].record.status is aio.MemoryStatus.ACTIVE
+        why = hits[0].explanation
+        assert why is not None and why.mode is aio.SearchMode.HYBRID
+        assert why.meaning.term + why.keywords.term + why.recency == pytest.approx(hits[0].score)
+
+    # one exception hierarchy: what the async client raises, the sync package's classes
+    with pytest.raises(GraphQLClientGraphQLMultiError) as refused:
+        async with aio.Client(
+            url=f"{server}/graphql", headers={"authorization": f"Bearer {token}"}
+        ) as api:
+            await api.memory_record_detail("not-an-id")
+    assert refused.value.errors[0].extensions == {"code": "BAD_INPUT", "field": "id"}
+    assert aio.GraphQLClientGraphQLMultiError is GraphQLClientGraphQLMultiError
 
 
 def _readme_examples() -> list[str]:

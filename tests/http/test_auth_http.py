@@ -143,7 +143,7 @@ async def test_chain_headers_name_the_execution_and_the_tool(
     await s.commit(turn)
     runtime = await bearer(api, kind="runtime", agent_id=agent)
     begun = (await _post(client, runtime, BEGIN, session=session)).json()["data"]["beginTurn"]
-    read = "query($id: UUID!) { agentMemory(id: $id) { current { summary } } }"
+    read = "query($id: ID!) { agentMemory(id: $id) { current { summary } } }"
     direct = await _post(client, runtime, read, id=record)
     assert direct.json()["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-HTTP chain"
     chain = {"x-agent-memory-execution": begun["execution"]["id"], "x-agent-memory-tool": "export"}

@@ -105,7 +105,7 @@ def _documents(world: World) -> st.SearchStrategy[str]:
     return from_schema(
         printed_schema(),
         custom_scalars={
-            "UUID": uuids,
+            "ID": uuids,
             "JSON": json,
             "DateTime": st.just("2026-01-01T00:00:00Z").map(nodes.String),
         },

@@ -73,7 +73,7 @@ def _nested(levels: int) -> str:
     body = "id"
     for name in reversed(fields):
         body = f"{name} {{ {body} }}"
-    return f"query($id: UUID!) {{ agent(id: $id) {{ {body} }} }}"
+    return f"query($id: ID!) {{ agent(id: $id) {{ {body} }} }}"
 
 
 async def test_depth_limit(api: Api, strict: Settings, agent_id: str) -> None:
@@ -112,7 +112,7 @@ async def test_a_document_is_validated_once_and_refused_every_time(
 
 def _aliased(count: int) -> str:
     fields = " ".join(f"a{i}: agent(id: $id) {{ id }}" for i in range(count))
-    return f"query($id: UUID!) {{ {fields} }}"
+    return f"query($id: ID!) {{ {fields} }}"
 
 
 async def test_alias_limit(api: Api, strict: Settings, agent_id: str) -> None:
@@ -130,7 +130,7 @@ def _tokens(document: str) -> int:
 
 async def test_token_limit(api: Api, strict: Settings, agent_id: str) -> None:
     limits = strict.model_copy(update={"max_tokens": 120})
-    base = "query($id: UUID!) { agent(id: $id) { id %s } }"
+    base = "query($id: ID!) { agent(id: $id) { id %s } }"
     padding = limits.max_tokens - _tokens(base % "")
     at_limit = base % " ".join(["name"] * padding)
     assert _tokens(at_limit) == limits.max_tokens
@@ -179,6 +179,18 @@ async def test_default_cost_limit_refuses_two_full_nested_pages(
     await _rejected(api, strict, COSTLY, ns=ns, n=100, m=100)
 
 
+async def test_a_variable_left_out_is_counted_at_its_default(
+    api: Api, strict: Settings, agent_id: str
+) -> None:
+    """`$n: Int = 100` sent without n resolves 100 nodes: it is counted so, and refused."""
+    ns = await _namespace_of(api, agent_id)
+    defaulted = COSTLY.replace("$n: Int!", "$n: Int = 100").replace("$m: Int!", "$m: Int = 100")
+    assert defaulted != COSTLY
+    message = await _rejected(api, strict, defaulted, ns=ns)
+    assert f"more than {strict.max_query_cost} fields" in message
+    await _passes(api, strict, defaulted, ns=ns, n=2, m=2)
+
+
 async def test_first_over_the_page_size_is_refused_before_sql(
     api: Api, strict: Settings, agent_id: str
 ) -> None:
@@ -192,7 +204,7 @@ async def test_first_over_the_page_size_is_refused_before_sql(
 
 
 async def _namespace_of(api: Api, agent_id: str) -> str:
-    data = await api.ok("query($id: UUID!) { agent(id: $id) { namespace } }", id=agent_id)
+    data = await api.ok("query($id: ID!) { agent(id: $id) { namespace } }", id=agent_id)
     return str(data["agent"]["namespace"])
 
 
@@ -250,7 +262,7 @@ def _body(query: str, size: int, **variables: Any) -> bytes:
     return raw + b" " * (size - len(raw))
 
 
-AGENT = "query($id: UUID!) { agent(id: $id) { id name } }"
+AGENT = "query($id: ID!) { agent(id: $id) { id name } }"
 
 
 async def test_body_size_limit(

@@ -57,7 +57,8 @@ async def test_operations_are_counted_by_name_and_outcome(client: httpx.AsyncCli
     samples = await _samples(client)
     requests = "agent_memory_graphql_requests_total"
     assert samples[(requests, (("code", "OK"), ("operation", "Ping")))] == 2
-    assert samples[(requests, (("code", "GRAPHQL_VALIDATION_FAILED"), ("operation", "Broken")))]
+    # a document that does not validate is not counted under the name it gives itself
+    assert samples[(requests, (("code", "GRAPHQL_VALIDATION_FAILED"), ("operation", "other")))]
     assert samples[(requests, (("code", "OK"), ("operation", "query:__typename")))] == 1
     assert samples[(requests, (("code", "GRAPHQL_PARSE_FAILED"), ("operation", "unparsed")))]
     latency = "agent_memory_graphql_request_duration_seconds_count"
@@ -118,3 +119,65 @@ async def test_each_request_is_one_log_line_with_id_operation_and_duration(
     }
     assert entry["code"] == "OK" and entry["duration_ms"] >= 0
     assert entry["level"] == "info" and entry["logger"] == "agent_memory.requests"
+
+
+async def test_unauthenticated_requests_and_made_up_names_do_not_grow_the_page(
+    settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """Item 5 of issue 22: 200 requests with a bogus token, each with its own made-up
+    operationName, get their 401 and are counted under ``other``: the page stays as it
+    was, give or take the counts."""
+    app = create_app(settings, database=database, embedder=embedder)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as client:
+        bogus = {"authorization": "Bearer amk_not-a-token"}
+        await client.post("/graphql", json={"query": "query Warm { __typename }"}, headers=bogus)
+        before = len((await client.get("/metrics")).text)
+        for i in range(200):
+            name = f"Probe{i:03d}"
+            response = await client.post(
+                "/graphql",
+                json={"query": f"query {name} {{ __typename }}", "operationName": name},
+                headers=bogus,
+            )
+            assert response.status_code == 401
+        page = (await client.get("/metrics")).text
+        samples = await _samples(client)
+    assert "Probe" not in page
+    assert len(page) < before + 200  # the counts grew, not the labels
+    requests = "agent_memory_graphql_requests_total"
+    assert samples[(requests, (("code", "UNAUTHENTICATED"), ("operation", "other")))] == 201
+
+
+async def test_operation_names_are_capped(client: httpx.AsyncClient) -> None:
+    """Even an authenticated caller's names are counted apart only up to MAX_OPERATIONS;
+    the rest are ``other``."""
+    from server.metrics import MAX_OPERATIONS
+
+    for i in range(MAX_OPERATIONS + 5):
+        await _graphql(client, f"query Name{i:03d} {{ __typename }}")
+    samples = await _samples(client)
+    named = {
+        dict(labels)["operation"]
+        for (metric, labels) in samples
+        if metric == "agent_memory_graphql_requests_total"
+    }
+    assert len(named - {"other"}) == MAX_OPERATIONS and "other" in named
+
+
+async def test_resolver_errors_are_counted_and_logged_under_their_own_code(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Item 5 of issue 22: a NOT_FOUND (or FORBIDDEN, CONFLICT, ...) raised by a resolver
+    is counted and logged as NOT_FOUND, not GRAPHQL_VALIDATION_FAILED."""
+    query = 'query Q { agent(namespace: "financial", name: "nope") { id } }'
+    with caplog.at_level(logging.INFO, logger="agent_memory.requests"):
+        response = await _graphql(client, query)
+    assert response.json()["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    (line,) = [r for r in caplog.records if r.name == "agent_memory.requests"]
+    assert line.getMessage().startswith("POST /graphql 200 Q NOT_FOUND ")
+    samples = await _samples(client)
+    assert samples[
+        ("agent_memory_graphql_requests_total", (("code", "NOT_FOUND"), ("operation", "Q")))
+    ]

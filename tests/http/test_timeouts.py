@@ -29,17 +29,17 @@ ROUNDS = 3
 BUDGET_S = 10.0  # each writer stops starting rounds after this
 
 BEGIN = """
-mutation($session: UUID!, $key: String) {
+mutation($session: ID!, $key: String) {
   beginTurn(input: {sessionId: $session, idempotencyKey: $key}) { turn { id status } }
 }"""
 ADD = """
-mutation($turn: UUID!, $summary: String!, $key: String) {
+mutation($turn: ID!, $summary: String!, $key: String) {
   addMemory(input: {turnId: $turn, summary: $summary, idempotencyKey: $key}) {
     memories { recordId status }
   }
 }"""
 COMMIT = """
-mutation($turn: UUID!, $key: String) {
+mutation($turn: ID!, $key: String) {
   commitTurn(input: {turnId: $turn, idempotencyKey: $key}) { turn { id status } }
 }"""
 

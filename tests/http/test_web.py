@@ -51,10 +51,57 @@ async def test_graphiql_page_loads_only_this_servers_assets(
 async def test_graphiql_is_dev_mode_only(
     settings: Settings, database: Database, embedder: Embedder
 ) -> None:
+    """Outside dev mode neither GraphiQL's page nor any of its files is served (item 8
+    of issue 22: /static/graphiql.html was); their licenses stay readable."""
     async with _client(_app(settings, database, embedder, dev=False)) as client:
         page = await client.get("/graphql", headers={"accept": "text/html"})
         assert page.status_code == 405
         assert "GraphiQL" not in page.text
+        for asset in (
+            "graphiql.html",
+            "graphiql.js",
+            "graphiql.css",
+            "vendor/graphiql.min.js",
+            "vendor/graphiql.min.css",
+            "vendor/react.production.min.js",
+            "vendor/react-dom.production.min.js",
+            "./graphiql.html",
+            "dashboard/../graphiql.html",
+            "vendor/../graphiql.js",
+        ):
+            assert (await client.get(f"/static/{asset}")).status_code == 404, asset
+        assert (await client.get("/static/vendor/licenses/graphiql-LICENSE")).status_code == 200
+
+
+async def test_every_page_allows_only_this_servers_scripts_and_no_frame(
+    settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """Item 8 of issue 22: the dashboard (and every other answer) sends a
+    Content-Security-Policy of this server's own scripts, styles, calls and images, no
+    frame, and X-Frame-Options DENY; its pages hold no inline script or style."""
+    for dev in (False, True):
+        async with _client(_app(settings, database, embedder, dev=dev)) as client:
+            pages = [await client.get("/dashboard")]
+            if dev:
+                pages.append(await client.get("/graphql", headers={"accept": "text/html"}))
+            for page in pages:
+                assert page.status_code == 200
+                policy = page.headers["content-security-policy"]
+                for directive in (
+                    "script-src 'self'",
+                    "style-src 'self'",
+                    "connect-src 'self'",
+                    "img-src 'self'",
+                    "frame-ancestors 'none'",
+                ):
+                    assert directive in policy
+                assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+                assert page.headers["x-frame-options"] == "DENY"
+                assert page.headers["x-content-type-options"] == "nosniff"
+                assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page.text), "inline script"
+                assert "<style" not in page.text and " style=" not in page.text
+            api = await client.post("/graphql", json=QUERY)
+            assert api.headers["x-frame-options"] == "DENY"
 
 
 async def test_dashboard_page_and_vendored_licenses_are_served(

@@ -4,7 +4,7 @@ from typing import Optional
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import ExecutionKind, MemoryStatus, Scope
+from .enums import MemoryStatus, Scope
 from .fragments import MemoryVersionFields
 
 
@@ -23,8 +23,8 @@ class AgentMemoryRecordsAgent(BaseModel):
 
 class AgentMemoryRecordsAgentMemoryRecords(BaseModel):
     edges: list["AgentMemoryRecordsAgentMemoryRecordsEdges"]
-    page_info: "AgentMemoryRecordsAgentMemoryRecordsPageInfo" = Field(alias="pageInfo")
-    total_count: Optional[int] = Field(alias="totalCount")
+    page_info: "AgentMemoryRecordsAgentMemoryRecordsPageInfo" = Field(validation_alias="pageInfo", serialization_alias="pageInfo")
+    total_count: Optional[int] = Field(validation_alias="totalCount", serialization_alias="totalCount")
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdges(BaseModel):
@@ -37,51 +37,34 @@ class AgentMemoryRecordsAgentMemoryRecordsEdgesNode(BaseModel):
     status: MemoryStatus
     preview: bool
     pinned: bool
-    created_at: datetime = Field(alias="createdAt")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
     current: "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeCurrent"
-    versions: list["AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersions"]
+    versions_connection: "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnection" = Field(
+        alias="versionsConnection"
+    )
     replaces: Optional["AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplaces"]
     replaced_by: Optional["AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplacedBy"] = (
-        Field(alias="replacedBy")
+        Field(validation_alias="replacedBy", serialization_alias="replacedBy")
     )
 
 
 AgentMemoryRecordsAgentMemoryRecordsEdgesNodeCurrent = MemoryVersionFields
 
 
-class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersions(MemoryVersionFields):
-    written_by: "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenBy" = (
-        Field(alias="writtenBy")
-    )
+class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnection(BaseModel):
+    total_count: Optional[int] = Field(validation_alias="totalCount", serialization_alias="totalCount")
+    edges: list["AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdges"]
 
 
-class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenBy(BaseModel):
-    execution: Optional[
-        "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByExecution"
-    ]
-    turn: Optional["AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByTurn"]
-    api_deletion: Optional[
-        "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByApiDeletion"
-    ] = Field(alias="apiDeletion")
+class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdges(BaseModel):
+    node: "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdgesNode"
 
 
-class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByExecution(
+class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdgesNode(
     BaseModel
 ):
-    id: str
-    kind: ExecutionKind
-    name: str
-
-
-class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByTurn(BaseModel):
-    id: str
     number: int
-
-
-class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenByApiDeletion(
-    BaseModel
-):
-    caller: str
+    status: MemoryStatus
 
 
 class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplaces(BaseModel):
@@ -93,10 +76,10 @@ class AgentMemoryRecordsAgentMemoryRecordsEdgesNodeReplacedBy(BaseModel):
 
 
 class AgentMemoryRecordsAgentMemoryRecordsPageInfo(BaseModel):
-    has_next_page: bool = Field(alias="hasNextPage")
-    has_previous_page: bool = Field(alias="hasPreviousPage")
-    start_cursor: Optional[str] = Field(alias="startCursor")
-    end_cursor: Optional[str] = Field(alias="endCursor")
+    has_next_page: bool = Field(validation_alias="hasNextPage", serialization_alias="hasNextPage")
+    has_previous_page: bool = Field(validation_alias="hasPreviousPage", serialization_alias="hasPreviousPage")
+    start_cursor: Optional[str] = Field(validation_alias="startCursor", serialization_alias="startCursor")
+    end_cursor: Optional[str] = Field(validation_alias="endCursor", serialization_alias="endCursor")
 
 
 AgentMemoryRecords.model_rebuild()
@@ -104,5 +87,5 @@ AgentMemoryRecordsAgent.model_rebuild()
 AgentMemoryRecordsAgentMemoryRecords.model_rebuild()
 AgentMemoryRecordsAgentMemoryRecordsEdges.model_rebuild()
 AgentMemoryRecordsAgentMemoryRecordsEdgesNode.model_rebuild()
-AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersions.model_rebuild()
-AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsWrittenBy.model_rebuild()
+AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnection.model_rebuild()
+AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdges.model_rebuild()

@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -24,7 +23,7 @@ class ApplyMemoryReviewApplyMemoryReview(BaseModel):
 class ApplyMemoryReviewApplyMemoryReviewReview(BaseModel):
     id: str
     status: MemoryReviewStatus
-    applied_at: Optional[datetime] = Field(alias="appliedAt")
+    applied_at: Optional[datetime] = Field(validation_alias="appliedAt", serialization_alias="appliedAt")
 
 
 ApplyMemoryReviewApplyMemoryReviewMemories = MemoryVersionFields
@@ -35,8 +34,8 @@ class ApplyMemoryReviewApplyMemoryReviewDecisions(BaseModel):
     summary: str
     action: MemoryDecisionAction
     applied: MemoryDecisionAction
-    record_id: Optional[UUID] = Field(alias="recordId")
-    restates: Optional[UUID]
+    record_id: Optional[str] = Field(validation_alias="recordId", serialization_alias="recordId")
+    restates: Optional[str]
     similarity: Optional[float]
 
 

@@ -19,14 +19,14 @@ class BeginMemoryReviewBeginMemoryReview(BaseModel):
     review: Optional["BeginMemoryReviewBeginMemoryReviewReview"]
     instructions: Optional[str]
     conversation: list["BeginMemoryReviewBeginMemoryReviewConversation"]
-    text: str
+    text: Optional[str]
 
 
 class BeginMemoryReviewBeginMemoryReviewReview(BaseModel):
     id: str
     status: MemoryReviewStatus
-    after_turn: int = Field(alias="afterTurn")
-    through_turn: int = Field(alias="throughTurn")
+    after_turn: int = Field(validation_alias="afterTurn", serialization_alias="afterTurn")
+    through_turn: int = Field(validation_alias="throughTurn", serialization_alias="throughTurn")
     execution: "BeginMemoryReviewBeginMemoryReviewReviewExecution"
 
 
@@ -37,7 +37,7 @@ class BeginMemoryReviewBeginMemoryReviewReviewExecution(BaseModel):
 class BeginMemoryReviewBeginMemoryReviewConversation(BaseModel):
     turn: int
     role: HistoryRole
-    tool_name: Optional[str] = Field(alias="toolName")
+    tool_name: Optional[str] = Field(validation_alias="toolName", serialization_alias="toolName")
     header: str
     text: str
 

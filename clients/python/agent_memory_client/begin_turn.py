@@ -1,5 +1,3 @@
-from uuid import UUID
-
 from pydantic import Field
 
 from .base_model import BaseModel
@@ -7,7 +5,7 @@ from .fragments import TurnFields
 
 
 class BeginTurn(BaseModel):
-    begin_turn: "BeginTurnBeginTurn" = Field(alias="beginTurn")
+    begin_turn: "BeginTurnBeginTurn" = Field(validation_alias="beginTurn", serialization_alias="beginTurn")
 
 
 class BeginTurnBeginTurn(BaseModel):
@@ -25,8 +23,8 @@ class BeginTurnBeginTurnExecution(BaseModel):
 
 
 class BeginTurnBeginTurnPinned(BaseModel):
-    record_id: UUID = Field(alias="recordId")
-    version_id: UUID = Field(alias="versionId")
+    record_id: str = Field(validation_alias="recordId", serialization_alias="recordId")
+    version_id: str = Field(validation_alias="versionId", serialization_alias="versionId")
     summary: str
     line: str
 

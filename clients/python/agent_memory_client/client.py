@@ -1,5 +1,4 @@
 from typing import Any, Optional, Union
-from uuid import UUID
 
 from .add_memory import AddMemory
 from .agent_memory_records import AgentMemoryRecords
@@ -15,6 +14,7 @@ from .compare_memory_candidates import CompareMemoryCandidates
 from .create_agent import CreateAgent
 from .create_session import CreateSession
 from .delete_memory import DeleteMemory
+from .enums import ListOrder
 from .input_types import (
     AddMemoryInput,
     ApplyMemoryReviewInput,
@@ -26,6 +26,7 @@ from .input_types import (
     CreateSessionInput,
     DeleteMemoryInput,
     LabelInput,
+    MemoryAsOf,
     MemoryRecordFilter,
     PublishAgentVersionInput,
     ReadMemoryInput,
@@ -48,6 +49,7 @@ from .search_agent_memory import SearchAgentMemory
 from .search_history import SearchHistory
 from .search_memory import SearchMemory
 from .session_turns import SessionTurns
+from .turn_transcript import TurnTranscript
 
 
 def gql(q: str) -> str:
@@ -154,19 +156,20 @@ class Client(BaseClient):
 
     def agent_memory_records(
         self,
-        agent_id: UUID,
+        agent_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         filter_: Union[Optional[MemoryRecordFilter], UnsetType] = UNSET,
+        as_of: Union[Optional[MemoryAsOf], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentMemoryRecords:
         query = gql("""
-            query AgentMemoryRecords($agentId: UUID!, $first: Int!, $after: String, $filter: MemoryRecordFilter) {
+            query AgentMemoryRecords($agentId: ID!, $first: Int!, $after: String, $filter: MemoryRecordFilter, $asOf: MemoryAsOf) {
               agent(id: $agentId) {
                 id
                 namespace
                 name
-                memoryRecords(first: $first, after: $after, filter: $filter) {
+                memoryRecords(first: $first, after: $after, filter: $filter, asOf: $asOf) {
                   edges {
                     node {
                       id
@@ -178,20 +181,12 @@ class Client(BaseClient):
                       current {
                         ...MemoryVersionFields
                       }
-                      versions {
-                        ...MemoryVersionFields
-                        writtenBy {
-                          execution {
-                            id
-                            kind
-                            name
-                          }
-                          turn {
-                            id
+                      versionsConnection(first: 3) {
+                        totalCount
+                        edges {
+                          node {
                             number
-                          }
-                          apiDeletion {
-                            caller
+                            status
                           }
                         }
                       }
@@ -223,6 +218,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -231,6 +230,7 @@ class Client(BaseClient):
             "first": first,
             "after": after,
             "filter": filter_,
+            "asOf": as_of,
         }
         response = self.execute(
             query=query,
@@ -241,9 +241,15 @@ class Client(BaseClient):
         data = self.get_data(response)
         return AgentMemoryRecords.model_validate(data)
 
-    def memory_record_detail(self, id: UUID, **kwargs: Any) -> MemoryRecordDetail:
+    def memory_record_detail(
+        self,
+        id: str,
+        first: Union[Optional[int], UnsetType] = UNSET,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> MemoryRecordDetail:
         query = gql("""
-            query MemoryRecordDetail($id: UUID!) {
+            query MemoryRecordDetail($id: ID!, $first: Int = 50, $after: String) {
               agentMemory(id: $id) {
                 id
                 scope
@@ -257,32 +263,45 @@ class Client(BaseClient):
                 replacedBy {
                   id
                 }
-                versions {
-                  ...MemoryVersionFields
-                  writtenBy {
-                    execution {
-                      id
-                      kind
-                      name
-                      status
-                    }
-                    invocation {
-                      purpose
-                      model
-                    }
-                    turn {
-                      id
-                      number
-                      attempt
-                      status
-                    }
-                    session {
-                      id
-                      externalId
-                    }
-                    agentVersion {
-                      number
-                      label
+                versionsConnection(first: $first, after: $after) {
+                  totalCount
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                  edges {
+                    node {
+                      ...MemoryVersionFields
+                      writtenBy {
+                        execution {
+                          id
+                          kind
+                          name
+                          status
+                        }
+                        invocation {
+                          purpose
+                          model
+                        }
+                        turn {
+                          id
+                          number
+                          attempt
+                          status
+                        }
+                        session {
+                          id
+                          externalId
+                        }
+                        agentVersion {
+                          number
+                          label
+                        }
+                        apiDeletion {
+                          caller
+                          createdAt
+                        }
+                      }
                     }
                   }
                 }
@@ -298,10 +317,14 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
-        variables: dict[str, object] = {"id": id}
+        variables: dict[str, object] = {"id": id, "first": first, "after": after}
         response = self.execute(
             query=query,
             operation_name="MemoryRecordDetail",
@@ -313,13 +336,13 @@ class Client(BaseClient):
 
     def agent_sessions(
         self,
-        agent_id: UUID,
+        agent_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentSessions:
         query = gql("""
-            query AgentSessions($agentId: UUID!, $first: Int!, $after: String) {
+            query AgentSessions($agentId: ID!, $first: Int!, $after: String) {
               agent(id: $agentId) {
                 id
                 sessions(first: $first, after: $after) {
@@ -354,29 +377,22 @@ class Client(BaseClient):
 
     def session_turns(
         self,
-        session_id: UUID,
+        session_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
+        order: Union[Optional[ListOrder], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> SessionTurns:
         query = gql("""
-            query SessionTurns($sessionId: UUID!, $first: Int!, $after: String) {
+            query SessionTurns($sessionId: ID!, $first: Int!, $after: String, $order: ListOrder = NEWEST_FIRST) {
               session(id: $sessionId) {
                 id
                 externalId
                 createdAt
-                turns(first: $first, after: $after) {
+                turns(first: $first, after: $after, order: $order) {
                   edges {
                     node {
                       ...TurnFields
-                      transcript {
-                        id
-                        sequence
-                        type
-                        toolName
-                        toolCallId
-                        payload
-                      }
                     }
                   }
                   pageInfo {
@@ -405,6 +421,7 @@ class Client(BaseClient):
             "sessionId": session_id,
             "first": first,
             "after": after,
+            "order": order,
         }
         response = self.execute(
             query=query, operation_name="SessionTurns", variables=variables, **kwargs
@@ -412,9 +429,52 @@ class Client(BaseClient):
         data = self.get_data(response)
         return SessionTurns.model_validate(data)
 
+    def turn_transcript(
+        self,
+        turn_id: str,
+        first: int,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> TurnTranscript:
+        query = gql("""
+            query TurnTranscript($turnId: ID!, $first: Int!, $after: String) {
+              turn(id: $turnId) {
+                id
+                transcriptConnection(first: $first, after: $after) {
+                  edges {
+                    node {
+                      id
+                      sequence
+                      type
+                      toolName
+                      toolCallId
+                      payload
+                      createdAt
+                    }
+                  }
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                  totalCount
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "turnId": turn_id,
+            "first": first,
+            "after": after,
+        }
+        response = self.execute(
+            query=query, operation_name="TurnTranscript", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return TurnTranscript.model_validate(data)
+
     def search_agent_memory(
         self,
-        agent_id: UUID,
+        agent_id: str,
         query: str,
         limit: Union[Optional[int], UnsetType] = UNSET,
         kind: Union[Optional[str], UnsetType] = UNSET,
@@ -422,7 +482,7 @@ class Client(BaseClient):
         **kwargs: Any,
     ) -> SearchAgentMemory:
         _query = gql("""
-            query SearchAgentMemory($agentId: UUID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
+            query SearchAgentMemory($agentId: ID!, $query: String!, $limit: Int, $kind: String, $labels: [LabelInput!]) {
               searchAgentMemory(
                 agentId: $agentId
                 query: $query
@@ -431,6 +491,21 @@ class Client(BaseClient):
                 labels: $labels
               ) {
                 ...SearchResultFields
+                explanation {
+                  mode
+                  preset
+                  meaning {
+                    rank
+                    term
+                  }
+                  keywords {
+                    rank
+                    term
+                  }
+                  recency
+                  ageDays
+                  halfLifeDays
+                }
               }
             }
 
@@ -443,6 +518,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -578,6 +657,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -611,6 +694,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -666,6 +753,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
 
@@ -714,6 +805,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -746,6 +841,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -861,6 +960,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)
@@ -909,6 +1012,10 @@ class Client(BaseClient):
               content
               kind
               labels
+              labelList {
+                name
+                value
+              }
               createdAt
             }
             """)

@@ -5,7 +5,7 @@ from .fragments import TurnFields
 
 
 class CommitTurn(BaseModel):
-    commit_turn: "CommitTurnCommitTurn" = Field(alias="commitTurn")
+    commit_turn: "CommitTurnCommitTurn" = Field(validation_alias="commitTurn", serialization_alias="commitTurn")
 
 
 class CommitTurnCommitTurn(BaseModel):

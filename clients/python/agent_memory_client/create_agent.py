@@ -6,7 +6,7 @@ from .base_model import BaseModel
 
 
 class CreateAgent(BaseModel):
-    create_agent: "CreateAgentCreateAgent" = Field(alias="createAgent")
+    create_agent: "CreateAgentCreateAgent" = Field(validation_alias="createAgent", serialization_alias="createAgent")
 
 
 class CreateAgentCreateAgent(BaseModel):
@@ -18,7 +18,7 @@ class CreateAgentCreateAgentAgent(BaseModel):
     namespace: str
     name: str
     sessionless: bool
-    created_at: datetime = Field(alias="createdAt")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
 
 
 CreateAgent.model_rebuild()

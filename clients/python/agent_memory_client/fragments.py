@@ -1,6 +1,5 @@
 from datetime import datetime
 from typing import Any, Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -10,14 +9,20 @@ from .enums import MemoryStatus, Scope, TurnStatus
 
 class MemoryVersionFields(BaseModel):
     id: str
-    record_id: UUID = Field(alias="recordId")
+    record_id: str = Field(validation_alias="recordId", serialization_alias="recordId")
     number: int
     status: MemoryStatus
     summary: str
     content: Optional[str]
     kind: str
     labels: Any
-    created_at: datetime = Field(alias="createdAt")
+    label_list: list["MemoryVersionFieldsLabelList"] = Field(validation_alias="labelList", serialization_alias="labelList")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
+
+
+class MemoryVersionFieldsLabelList(BaseModel):
+    name: str
+    value: str
 
 
 class SearchResultFields(BaseModel):
@@ -47,8 +52,8 @@ class TurnFields(BaseModel):
     status: TurnStatus
     preview: bool
     error: Optional[str]
-    created_at: datetime = Field(alias="createdAt")
-    ended_at: Optional[datetime] = Field(alias="endedAt")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
+    ended_at: Optional[datetime] = Field(validation_alias="endedAt", serialization_alias="endedAt")
 
 
 MemoryVersionFields.model_rebuild()

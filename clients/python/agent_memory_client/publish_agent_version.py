@@ -22,7 +22,7 @@ class PublishAgentVersionPublishAgentVersionAgentVersion(BaseModel):
     number: int
     label: Optional[str]
     config: Any
-    effective_memory_config: Any = Field(alias="effectiveMemoryConfig")
+    effective_memory_config: Any = Field(validation_alias="effectiveMemoryConfig", serialization_alias="effectiveMemoryConfig")
 
 
 PublishAgentVersion.model_rebuild()

@@ -17,7 +17,7 @@ class RecallRecall(BaseModel):
     recorded: bool
     results: list["RecallRecallResults"]
     execution: Optional["RecallRecallExecution"]
-    repeat_of: Optional["RecallRecallRepeatOf"] = Field(alias="repeatOf")
+    repeat_of: Optional["RecallRecallRepeatOf"] = Field(validation_alias="repeatOf", serialization_alias="repeatOf")
 
 
 RecallRecallResults = SearchResultFields

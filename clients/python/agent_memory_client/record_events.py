@@ -7,7 +7,7 @@ from .enums import TranscriptEventKind
 
 
 class RecordEvents(BaseModel):
-    record_events: "RecordEventsRecordEvents" = Field(alias="recordEvents")
+    record_events: "RecordEventsRecordEvents" = Field(validation_alias="recordEvents", serialization_alias="recordEvents")
 
 
 class RecordEventsRecordEvents(BaseModel):
@@ -17,9 +17,9 @@ class RecordEventsRecordEvents(BaseModel):
 class RecordEventsRecordEventsEvents(BaseModel):
     id: str
     sequence: int
-    type_: TranscriptEventKind = Field(alias="type")
-    tool_name: Optional[str] = Field(alias="toolName")
-    tool_call_id: Optional[str] = Field(alias="toolCallId")
+    type_: TranscriptEventKind = Field(validation_alias="type", serialization_alias="type")
+    tool_name: Optional[str] = Field(validation_alias="toolName", serialization_alias="toolName")
+    tool_call_id: Optional[str] = Field(validation_alias="toolCallId", serialization_alias="toolCallId")
 
 
 RecordEvents.model_rebuild()

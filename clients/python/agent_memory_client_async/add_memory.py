@@ -5,7 +5,7 @@ from .fragments import MemoryVersionFields
 
 
 class AddMemory(BaseModel):
-    add_memory: "AddMemoryAddMemory" = Field(alias="addMemory")
+    add_memory: "AddMemoryAddMemory" = Field(validation_alias="addMemory", serialization_alias="addMemory")
 
 
 class AddMemoryAddMemory(BaseModel):

@@ -17,8 +17,8 @@ class AgentSessionsAgent(BaseModel):
 
 class AgentSessionsAgentSessions(BaseModel):
     edges: list["AgentSessionsAgentSessionsEdges"]
-    page_info: "AgentSessionsAgentSessionsPageInfo" = Field(alias="pageInfo")
-    total_count: Optional[int] = Field(alias="totalCount")
+    page_info: "AgentSessionsAgentSessionsPageInfo" = Field(validation_alias="pageInfo", serialization_alias="pageInfo")
+    total_count: Optional[int] = Field(validation_alias="totalCount", serialization_alias="totalCount")
 
 
 class AgentSessionsAgentSessionsEdges(BaseModel):
@@ -27,15 +27,15 @@ class AgentSessionsAgentSessionsEdges(BaseModel):
 
 class AgentSessionsAgentSessionsEdgesNode(BaseModel):
     id: str
-    external_id: Optional[str] = Field(alias="externalId")
-    created_at: datetime = Field(alias="createdAt")
+    external_id: Optional[str] = Field(validation_alias="externalId", serialization_alias="externalId")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
 
 
 class AgentSessionsAgentSessionsPageInfo(BaseModel):
-    has_next_page: bool = Field(alias="hasNextPage")
-    has_previous_page: bool = Field(alias="hasPreviousPage")
-    start_cursor: Optional[str] = Field(alias="startCursor")
-    end_cursor: Optional[str] = Field(alias="endCursor")
+    has_next_page: bool = Field(validation_alias="hasNextPage", serialization_alias="hasNextPage")
+    has_previous_page: bool = Field(validation_alias="hasPreviousPage", serialization_alias="hasPreviousPage")
+    start_cursor: Optional[str] = Field(validation_alias="startCursor", serialization_alias="startCursor")
+    end_cursor: Optional[str] = Field(validation_alias="endCursor", serialization_alias="endCursor")
 
 
 AgentSessions.model_rebuild()

@@ -12,7 +12,7 @@ class Agents(BaseModel):
 
 class AgentsAgents(BaseModel):
     edges: list["AgentsAgentsEdges"]
-    page_info: "AgentsAgentsPageInfo" = Field(alias="pageInfo")
+    page_info: "AgentsAgentsPageInfo" = Field(validation_alias="pageInfo", serialization_alias="pageInfo")
 
 
 class AgentsAgentsEdges(BaseModel):
@@ -24,12 +24,12 @@ class AgentsAgentsEdgesNode(BaseModel):
     namespace: str
     name: str
     sessionless: bool
-    created_at: datetime = Field(alias="createdAt")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
 
 
 class AgentsAgentsPageInfo(BaseModel):
-    has_next_page: bool = Field(alias="hasNextPage")
-    end_cursor: Optional[str] = Field(alias="endCursor")
+    has_next_page: bool = Field(validation_alias="hasNextPage", serialization_alias="hasNextPage")
+    end_cursor: Optional[str] = Field(validation_alias="endCursor", serialization_alias="endCursor")
 
 
 Agents.model_rebuild()

@@ -7,7 +7,7 @@ from .base_model import BaseModel
 
 
 class CreateSession(BaseModel):
-    create_session: "CreateSessionCreateSession" = Field(alias="createSession")
+    create_session: "CreateSessionCreateSession" = Field(validation_alias="createSession", serialization_alias="createSession")
 
 
 class CreateSessionCreateSession(BaseModel):
@@ -16,8 +16,8 @@ class CreateSessionCreateSession(BaseModel):
 
 class CreateSessionCreateSessionSession(BaseModel):
     id: str
-    external_id: Optional[str] = Field(alias="externalId")
-    created_at: datetime = Field(alias="createdAt")
+    external_id: Optional[str] = Field(validation_alias="externalId", serialization_alias="externalId")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
 
 
 CreateSession.model_rebuild()

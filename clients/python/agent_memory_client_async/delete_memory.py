@@ -5,7 +5,7 @@ from .fragments import MemoryVersionFields
 
 
 class DeleteMemory(BaseModel):
-    delete_memory: "DeleteMemoryDeleteMemory" = Field(alias="deleteMemory")
+    delete_memory: "DeleteMemoryDeleteMemory" = Field(validation_alias="deleteMemory", serialization_alias="deleteMemory")
 
 
 class DeleteMemoryDeleteMemory(BaseModel):

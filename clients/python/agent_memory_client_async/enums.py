@@ -40,6 +40,11 @@ class InvocationPurpose(str, Enum):
     EMBED = "EMBED"
 
 
+class ListOrder(str, Enum):
+    NEWEST_FIRST = "NEWEST_FIRST"
+    OLDEST_FIRST = "OLDEST_FIRST"
+
+
 class MemoryDecisionAction(str, Enum):
     ADD = "ADD"
     REPLACE = "REPLACE"
@@ -71,6 +76,12 @@ class PrincipalKind(str, Enum):
 class Scope(str, Enum):
     SESSION = "SESSION"
     AGENT = "AGENT"
+
+
+class SearchMode(str, Enum):
+    HYBRID = "HYBRID"
+    LEXICAL = "LEXICAL"
+    VECTOR = "VECTOR"
 
 
 class TranscriptEventKind(str, Enum):

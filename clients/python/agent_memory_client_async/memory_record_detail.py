@@ -12,11 +12,14 @@ from .enums import (
     Scope,
     TurnStatus,
 )
-from .fragments import MemoryVersionFields
+from .fragments import (
+    MemoryVersionFields,
+    MemoryVersionFieldsLabelList,  # noqa: F401
+)
 
 
 class MemoryRecordDetail(BaseModel):
-    agent_memory: Optional["MemoryRecordDetailAgentMemory"] = Field(alias="agentMemory")
+    agent_memory: Optional["MemoryRecordDetailAgentMemory"] = Field(validation_alias="agentMemory", serialization_alias="agentMemory")
 
 
 class MemoryRecordDetailAgentMemory(BaseModel):
@@ -25,12 +28,14 @@ class MemoryRecordDetailAgentMemory(BaseModel):
     status: MemoryStatus
     preview: bool
     pinned: bool
-    created_at: datetime = Field(alias="createdAt")
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
     replaces: Optional["MemoryRecordDetailAgentMemoryReplaces"]
     replaced_by: Optional["MemoryRecordDetailAgentMemoryReplacedBy"] = Field(
         alias="replacedBy"
     )
-    versions: list["MemoryRecordDetailAgentMemoryVersions"]
+    versions_connection: "MemoryRecordDetailAgentMemoryVersionsConnection" = Field(
+        alias="versionsConnection"
+    )
 
 
 class MemoryRecordDetailAgentMemoryReplaces(BaseModel):
@@ -41,52 +46,97 @@ class MemoryRecordDetailAgentMemoryReplacedBy(BaseModel):
     id: str
 
 
-class MemoryRecordDetailAgentMemoryVersions(MemoryVersionFields):
-    written_by: "MemoryRecordDetailAgentMemoryVersionsWrittenBy" = Field(
-        alias="writtenBy"
+class MemoryRecordDetailAgentMemoryVersionsConnection(BaseModel):
+    total_count: Optional[int] = Field(validation_alias="totalCount", serialization_alias="totalCount")
+    page_info: "MemoryRecordDetailAgentMemoryVersionsConnectionPageInfo" = Field(
+        alias="pageInfo"
+    )
+    edges: list["MemoryRecordDetailAgentMemoryVersionsConnectionEdges"]
+
+
+class MemoryRecordDetailAgentMemoryVersionsConnectionPageInfo(BaseModel):
+    has_next_page: bool = Field(validation_alias="hasNextPage", serialization_alias="hasNextPage")
+    end_cursor: Optional[str] = Field(validation_alias="endCursor", serialization_alias="endCursor")
+
+
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdges(BaseModel):
+    node: "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNode"
+
+
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNode(MemoryVersionFields):
+    written_by: "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenBy" = (
+        Field(validation_alias="writtenBy", serialization_alias="writtenBy")
     )
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenBy(BaseModel):
-    execution: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByExecution"]
-    invocation: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation"]
-    turn: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenByTurn"]
-    session: Optional["MemoryRecordDetailAgentMemoryVersionsWrittenBySession"]
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenBy(BaseModel):
+    execution: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByExecution"
+    ]
+    invocation: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByInvocation"
+    ]
+    turn: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByTurn"
+    ]
+    session: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenBySession"
+    ]
     agent_version: Optional[
-        "MemoryRecordDetailAgentMemoryVersionsWrittenByAgentVersion"
-    ] = Field(alias="agentVersion")
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByAgentVersion"
+    ] = Field(validation_alias="agentVersion", serialization_alias="agentVersion")
+    api_deletion: Optional[
+        "MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByApiDeletion"
+    ] = Field(validation_alias="apiDeletion", serialization_alias="apiDeletion")
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenByExecution(BaseModel):
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByExecution(
+    BaseModel
+):
     id: str
     kind: ExecutionKind
     name: str
     status: ExecutionStatus
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenByInvocation(BaseModel):
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByInvocation(
+    BaseModel
+):
     purpose: InvocationPurpose
     model: str
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenByTurn(BaseModel):
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByTurn(BaseModel):
     id: str
     number: int
     attempt: int
     status: TurnStatus
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenBySession(BaseModel):
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenBySession(
+    BaseModel
+):
     id: str
-    external_id: Optional[str] = Field(alias="externalId")
+    external_id: Optional[str] = Field(validation_alias="externalId", serialization_alias="externalId")
 
 
-class MemoryRecordDetailAgentMemoryVersionsWrittenByAgentVersion(BaseModel):
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByAgentVersion(
+    BaseModel
+):
     number: int
     label: Optional[str]
 
 
+class MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenByApiDeletion(
+    BaseModel
+):
+    caller: str
+    created_at: datetime = Field(validation_alias="createdAt", serialization_alias="createdAt")
+
+
 MemoryRecordDetail.model_rebuild()
 MemoryRecordDetailAgentMemory.model_rebuild()
-MemoryRecordDetailAgentMemoryVersions.model_rebuild()
-MemoryRecordDetailAgentMemoryVersionsWrittenBy.model_rebuild()
+MemoryRecordDetailAgentMemoryVersionsConnection.model_rebuild()
+MemoryRecordDetailAgentMemoryVersionsConnectionEdges.model_rebuild()
+MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNode.model_rebuild()
+MemoryRecordDetailAgentMemoryVersionsConnectionEdgesNodeWrittenBy.model_rebuild()

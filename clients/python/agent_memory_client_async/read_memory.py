@@ -5,7 +5,7 @@ from .fragments import MemoryVersionFields
 
 
 class ReadMemory(BaseModel):
-    read_memory: "ReadMemoryReadMemory" = Field(alias="readMemory")
+    read_memory: "ReadMemoryReadMemory" = Field(validation_alias="readMemory", serialization_alias="readMemory")
 
 
 class ReadMemoryReadMemory(BaseModel):

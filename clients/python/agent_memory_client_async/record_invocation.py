@@ -18,8 +18,8 @@ class RecordInvocationRecordInvocationInvocation(BaseModel):
     id: str
     purpose: InvocationPurpose
     model: str
-    input_tokens: int = Field(alias="inputTokens")
-    output_tokens: int = Field(alias="outputTokens")
+    input_tokens: int = Field(validation_alias="inputTokens", serialization_alias="inputTokens")
+    output_tokens: int = Field(validation_alias="outputTokens", serialization_alias="outputTokens")
     counted: bool
 
 

@@ -5,7 +5,7 @@ from .fragments import TurnFields
 
 
 class RollbackTurn(BaseModel):
-    rollback_turn: "RollbackTurnRollbackTurn" = Field(alias="rollbackTurn")
+    rollback_turn: "RollbackTurnRollbackTurn" = Field(validation_alias="rollbackTurn", serialization_alias="rollbackTurn")
 
 
 class RollbackTurnRollbackTurn(BaseModel):

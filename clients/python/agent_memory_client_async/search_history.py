@@ -1,5 +1,4 @@
 from typing import Optional
-from uuid import UUID
 
 from pydantic import Field
 
@@ -8,7 +7,7 @@ from .enums import HistoryRole
 
 
 class SearchHistory(BaseModel):
-    search_history: "SearchHistorySearchHistory" = Field(alias="searchHistory")
+    search_history: "SearchHistorySearchHistory" = Field(validation_alias="searchHistory", serialization_alias="searchHistory")
 
 
 class SearchHistorySearchHistory(BaseModel):
@@ -21,11 +20,11 @@ class SearchHistorySearchHistoryExecution(BaseModel):
 
 
 class SearchHistorySearchHistoryResults(BaseModel):
-    event_id: UUID = Field(alias="eventId")
+    event_id: str = Field(validation_alias="eventId", serialization_alias="eventId")
     turn: int
     role: HistoryRole
-    tool_name: Optional[str] = Field(alias="toolName")
-    is_error: bool = Field(alias="isError")
+    tool_name: Optional[str] = Field(validation_alias="toolName", serialization_alias="toolName")
+    is_error: bool = Field(validation_alias="isError", serialization_alias="isError")
     header: str
     text: str
     part: Optional[int]

@@ -7,13 +7,13 @@ from .fragments import SearchResultFields
 
 
 class SearchMemory(BaseModel):
-    search_memory: "SearchMemorySearchMemory" = Field(alias="searchMemory")
+    search_memory: "SearchMemorySearchMemory" = Field(validation_alias="searchMemory", serialization_alias="searchMemory")
 
 
 class SearchMemorySearchMemory(BaseModel):
     execution: "SearchMemorySearchMemoryExecution"
     results: list["SearchMemorySearchMemoryResults"]
-    next_cursor: Optional[str] = Field(alias="nextCursor")
+    next_cursor: Optional[str] = Field(validation_alias="nextCursor", serialization_alias="nextCursor")
 
 
 class SearchMemorySearchMemoryExecution(BaseModel):

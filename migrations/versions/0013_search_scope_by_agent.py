@@ -10,16 +10,16 @@ row's own shard on the same node, where a trigger on a shard may read and write 
 The record trigger passes the record to ``memory_search_scope`` as a
 ``memory_records`` value: on a shard the trigger's row has the shard's own type.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0013
+Revises: 0012
 """
 
 from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0009"
-down_revision: str | None = "0008"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,231 @@
+"""The keyword leg of a search as SQL: :mod:`server.domain.bm25` over the postings of
+migration 0011, its cost bounded by the candidate pool, not by the matches.
+
+A search reads a kind's index (memory versions, history parts) through
+:class:`Postings`, what one reader reaches of it:
+
+1. :func:`weights`: the query's terms (its lexemes; for web-search syntax those it
+   does not negate), each with its ``idf`` from the reader's statistics rows (one
+   index probe a term), whether it finds candidates and how many of its postings
+   it reads (:func:`server.domain.bm25.seekers`, :func:`server.domain.bm25.depths`:
+   a pool's worth, the rarest terms all of theirs within a budget of pools);
+2. :func:`bounded`: the candidates, each finding term's first postings in each of
+   the reader's ranges (an index range already in the order
+   ``impact DESC, created_at DESC, key``: one short index-only scan), plus the few
+   postings outside the ranges the reader may find (memory: the versions an open
+   turn or a preview wrote, through the full gate);
+3. :func:`score`: a candidate's exact BM25 over every term of the query, read by
+   the postings' key (``(agent_id, key, term)``, one probe a candidate).
+
+So the work is at most (budget + finding terms) x pool postings a range and one
+probe a candidate, whatever the number of documents that share a word with the
+query. A document past the postings read of every term it holds is not a
+candidate: when each finding term's postings were all read (rare terms, a small
+reach) the candidates are every match and the ranking is exact BM25; beyond it the
+best of each term stand for the rest (docs/scaling.md measures how often the first
+ten differ from an exhaustive ranking).
+
+A search that filters on more than who may see (memory: kind, labels, ids), an API
+reader (every session of an agent) and a query in web-search syntax read their
+matches from the full-text index instead (``tsv @@ query``, every match), scored by
+the same :func:`score`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Select,
+    Table,
+    Text,
+    and_,
+    any_,
+    bindparam,
+    case,
+    cast,
+    column,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    true,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from server.domain.bm25 import Seeking
+from server.storage.search_terms import F8, uses_web_syntax
+
+_ENGLISH: ColumnElement[Any] = literal_column("'english'")
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """What one reader reaches of a kind's BM25 index.
+
+    ``table`` holds the postings (``agent_id``, ``term``, ``impact``, ``created_at`` and
+    the document's key column ``key``); ``agent`` is the reader's agent, which prefixes
+    every lookup by key. ``ranges``: the postings the reader may find, each
+    condition one index range that is best first once the term is fixed; ``few``: any
+    others the reader may find (read whole, then filtered). ``stats`` and
+    ``stats_where``: the reader's statistics rows (``term``, ``docs``)."""
+
+    table: Table
+    key: str
+    agent: Any
+    ranges: tuple[ColumnElement[bool], ...]
+    few: ColumnElement[bool] | None
+    stats: Table
+    stats_where: ColumnElement[bool]
+
+
+def _terms(text: str, web: bool) -> Any:
+    """The query's distinct lexemes, ``term``: those of ``to_tsvector`` (the words the
+    documents' vectors hold), or, for web-search syntax, those of the query's
+    searchable part (``querytree``: its negated words left out)."""
+    text_ = bindparam("text", text, type_=Text())
+    if not web:
+        lexemes = func.unnest(func.tsvector_to_array(func.to_tsvector(_ENGLISH, text_)))
+        return select(lexemes.label("term")).distinct().subquery("qterms")
+    searched = cast(func.querytree(func.websearch_to_tsquery(_ENGLISH, text_)), Text)
+    quoted = (
+        func.regexp_matches(
+            searched, literal_column("'''((?:[^'']|'''')*)'''"), literal_column("'g'")
+        )
+        .table_valued(column("m", ARRAY(Text())))
+        .render_derived(name="quoted")
+    )
+    lexeme = func.replace(quoted.c.m[1], literal_column("''''''"), literal_column("''''"))
+    return select(lexeme.label("term")).select_from(quoted).distinct().subquery("qterms")
+
+
+def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> Any:
+    """The CTE ``w``: ``(term, idf, seeks, depth)``, the terms of the query ``text`` (the
+    parameter ``text``) with their inverse document frequency among the reader's
+    documents, whether each finds candidates (:func:`server.domain.bm25.seekers`) and
+    how many postings it reads (:func:`server.domain.bm25.depths` with the pool
+    ``depth``)."""
+    terms = _terms(text, uses_web_syntax(text))
+    s = postings.stats
+    df = (
+        select(func.coalesce(func.sum(s.c.docs), 0))
+        .where(postings.stats_where, s.c.term == terms.c.term)
+        .scalar_subquery()
+    )
+    docs = (
+        select(func.coalesce(func.sum(s.c.docs), 0))
+        .where(postings.stats_where, s.c.term == literal_column("''"))
+        .scalar_subquery()
+    )
+    counted = select(terms.c.term, cast(df, F8).label("df"), cast(docs, F8).label("docs")).cte(
+        "wcount"
+    )
+    one: ColumnElement[Any] = literal_column("1.0::float8")
+    half: ColumnElement[Any] = literal_column("0.5::float8")
+    idf = func.ln(one + (counted.c.docs - counted.c.df + half) / (counted.c.df + half))
+    if seeking.common_share is None:
+        common: ColumnElement[bool] = literal_column("false")
+    else:
+        floor = func.greatest(
+            literal_column(f"{float(seeking.common_share)!r}::float8") * counted.c.docs,
+            literal_column(f"{int(seeking.common_min)}::float8"),
+        )
+        common = counted.c.df > floor
+    judged = select(counted.c.term, counted.c.df, idf.label("idf"), common.label("common")).cte(
+        "wjudged"
+    )
+    # the rarest terms find candidates; the common ones only when every term is common
+    any_rare = select(judged.c.term).where(not_(judged.c.common)).exists()
+    finding = or_(not_(judged.c.common), not_(any_rare))
+    rank = func.row_number().over(
+        order_by=(
+            case((finding, 0), else_=1),
+            judged.c.df,
+            judged.c.term.collate("C"),
+        )
+    )
+    ordered = select(
+        judged.c.term,
+        judged.c.df,
+        judged.c.idf,
+        finding.label("finding"),
+        rank.label("place"),
+    ).subquery("wplaced")
+    seeks = and_(ordered.c.finding, ordered.c.place <= seeking.most)
+    # the finding terms come first in ``place``: those before a finding term are rarer
+    rarer = func.coalesce(
+        func.sum(ordered.c.df).over(order_by=ordered.c.place, rows=(None, -1)),
+        literal_column("0::float8"),
+    )
+    reads = func.greatest(
+        literal_column(f"{int(depth)}::float8"),
+        func.least(ordered.c.df, literal_column(f"{int(seeking.budget * depth)}::float8") - rarer),
+    )
+    return select(
+        ordered.c.term,
+        ordered.c.idf,
+        seeks.label("seeks"),
+        cast(reads, BigInteger).label("depth"),
+    ).cte("w")
+
+
+def bounded(postings: Postings, w: Any) -> Select[Any]:
+    """The candidates ``(key, created_at)``: each finding term's first ``w.depth``
+    postings in each range of the reader, and the few others it may find."""
+    p = postings.table
+    key = p.c[postings.key]
+    branches: list[Select[Any]] = []
+    for i, reach in enumerate(postings.ranges):
+        best = (
+            select(key.label("key"), p.c.created_at.label("created_at"))
+            .where(reach, p.c.term == w.c.term)
+            .order_by(p.c.impact.desc(), p.c.created_at.desc(), key)
+            .limit(w.c.depth)
+            .lateral(f"best{i}")
+        )
+        branches.append(
+            select(best.c.key, best.c.created_at).select_from(w).join(best, true()).where(w.c.seeks)
+        )
+    if postings.few is not None:
+        terms = select(w.c.term).scalar_subquery()
+        branches.append(
+            select(key.label("key"), p.c.created_at.label("created_at")).where(
+                postings.few, p.c.term.in_(terms)
+            )
+        )
+    found = union_all(*branches).subquery("postings_found")
+    # a document holding several of the terms is found once
+    return select(found.c.key, found.c.created_at).distinct()
+
+
+def score(postings: Postings, w: Any, key: ColumnElement[Any]) -> Any:
+    """The BM25 score of the document ``key`` for the query: the sum, in term order, of
+    ``idf * impact`` over the query's terms it holds; NULL when it holds none."""
+    p = postings.table.alias("scored_posting")
+    terms = select(func.array_agg(w.c.term)).scalar_subquery()
+    return (
+        select(func.sum(aggregate_order_by(w.c.idf * p.c.impact, p.c.term.collate("C"))))
+        .select_from(p)
+        .join(w, w.c.term == p.c.term)
+        .where(
+            p.c.agent_id == postings.agent,
+            p.c[postings.key] == key,
+            p.c.term == any_(cast(terms, ARRAY(Text()))),
+        )
+        .scalar_subquery()
+    )
+
+
+async def query_terms(db: AsyncSession, text: str) -> list[str]:
+    """The terms a search reads of ``text`` (:func:`weights`), in term order."""
+    terms = _terms(text, uses_web_syntax(text))
+    return sorted((await db.execute(select(terms.c.term))).scalars())
+
+
+__all__ = ["Postings", "bounded", "query_terms", "score", "weights"]

@@ -1,0 +1,74 @@
+// The GraphQL API, as the page calls it: one POST per document, the token from this
+// tab's session storage. Answers keep their data and their errors side by side, so a
+// view shows what it may and says what was refused.
+
+const TOKEN = "agent-memory-token";
+const ENDPOINT = "agent-memory-endpoint";
+
+export function token() {
+  return sessionStorage.getItem(TOKEN) || "";
+}
+
+export function setToken(value) {
+  if (value) sessionStorage.setItem(TOKEN, value);
+  else sessionStorage.removeItem(TOKEN);
+}
+
+export function endpoint() {
+  return sessionStorage.getItem(ENDPOINT) || "/graphql";
+}
+
+export function setEndpoint(value) {
+  sessionStorage.setItem(ENDPOINT, value || "/graphql");
+}
+
+export class ApiError extends Error {
+  constructor(code, message, path) {
+    super(message);
+    this.code = code;
+    this.path = path || [];
+  }
+}
+
+// {data, errors}: errors as ApiError, each with its code and the path it nulled. A
+// request the server refused as a whole (no token, a bad document) throws.
+export async function gql(query, variables) {
+  let response;
+  try {
+    response = await fetch(endpoint(), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token()}` },
+      body: JSON.stringify({ query, variables: variables || {} }),
+    });
+  } catch (err) {
+    throw new ApiError("UNREACHABLE", `the API at ${endpoint()} cannot be reached (${err.message})`);
+  }
+  let body;
+  try {
+    body = await response.json();
+  } catch (err) {
+    throw new ApiError(String(response.status), `the API answered ${response.status}, not JSON`);
+  }
+  const errors = (body.errors || []).map(
+    (e) => new ApiError((e.extensions && e.extensions.code) || String(response.status), e.message, e.path),
+  );
+  if (!body.data) {
+    throw errors[0] || new ApiError(String(response.status), "no answer");
+  }
+  return { data: body.data, errors };
+}
+
+// The errors of an answer that nulled ``path`` (a field's path, e.g. ["agent", "sessions"]),
+// or a field under it.
+export function errorAt(errors, ...path) {
+  return errors.find((e) => path.every((p, i) => e.path[i] === p)) || null;
+}
+
+// What a reader needs to read each resource of a namespace (docs/security.md).
+export function grantsFor(resource, ns) {
+  return {
+    agent: [`SELECT ${ns}.Agent`],
+    session: [`SELECT ${ns}.Session`],
+    memory: [`SELECT ${ns}.AgentMemory.indexes.*`, `SELECT ${ns}.AgentMemory.document`],
+  }[resource];
+}

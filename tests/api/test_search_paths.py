@@ -1,0 +1,96 @@
+"""Which way a memory search finds its candidates by meaning (R41,
+:mod:`server.services.search_paths`): by the embedding's bits for an agent with few
+versions, on the HNSW index for one with many, the answer kept a while and the same
+records found either way."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import event, select, text
+
+from server.domain.visibility import Reader
+from server.models import MemoryVersion, table
+from server.services import memory_ranking, search_paths
+from server.storage.nearest import BITS_AT_LEAST, bits_below
+from tests.api.scenario import Scenario, memory_config
+from tests.conftest import Api
+
+
+async def _agent_with_versions(api: Api, extra: int) -> tuple[Scenario, Reader]:
+    """An agent with one committed record and ``extra`` more versions of records like it
+    (their vectors near its own), written by SQL (the same agent, session, turn and
+    execution)."""
+    s = Scenario(api)
+    await s.agent(memory_config(read=["session", "agent"], write=["session", "agent"]))
+    session = await s.session()
+    record = await s.committed("the first note", session, scope="AGENT")
+    async with api.database.session() as db:
+        await db.execute(text("SET LOCAL statement_timeout = 0"))  # each joins the HNSW graph
+        await db.execute(
+            text(
+                "WITH made AS (SELECT gen_random_uuid() AS record, gen_random_uuid() AS version,"
+                " n FROM generate_series(1, :extra) AS n),"
+                " records AS (INSERT INTO memory_records (id, agent_id, session_id, scope, status,"
+                " preview, pinned, current_version_id, turn_id, committed)"
+                " SELECT made.record, r.agent_id, r.session_id, r.scope, r.status, false, false,"
+                " made.version, r.turn_id, true FROM made, memory_records r WHERE r.id = :record)"
+                " INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary,"
+                " kind, labels, embedding, execution_id, agent_version_id, session_id, turn_id)"
+                " SELECT made.version, made.record, v.agent_id, 1, v.status,"
+                " 'note ' || made.n, v.kind, v.labels, l2_normalize((SELECT"
+                " array_agg(x + (random() - 0.5) / 20 ORDER BY i) FROM unnest(CAST(v.embedding"
+                " AS real[])) WITH ORDINALITY AS e(x, i) WHERE made.n > 0)::vector),"
+                " v.execution_id,"
+                " v.agent_version_id, v.session_id, v.turn_id"
+                " FROM made, memory_versions v WHERE v.record_id = :record"
+            ),
+            {"extra": extra, "record": uuid.UUID(record)},
+        )
+        await db.commit()
+    turn = await s.turn(session)
+    reader = Reader.for_turn(
+        agent_id=uuid.UUID(s.agent_id),
+        session_id=uuid.UUID(session),
+        turn_id=uuid.UUID(turn),
+        preview=False,
+        read_scopes=("session", "agent"),
+        write_scopes=("session", "agent"),
+    )
+    return s, reader
+
+
+async def test_r41_few_versions_are_ranked_by_bits_many_on_the_index(api: Api) -> None:
+    """R41: an agent with at most bits_below versions (never less than BITS_AT_LEAST) is
+    ranked by its bits, one with more on the HNSW index; each finds the same ten versions
+    as exact ranking, and the answer is asked once, then remembered."""
+    async with api.database.session() as db:
+        below = await db.scalar(select(bits_below(table(MemoryVersion))))
+    assert below is not None and below >= BITS_AT_LEAST
+    _, few = await _agent_with_versions(api, 10)
+    _, many = await _agent_with_versions(api, below + 100)
+    search_paths.forget()
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    engine = api.database.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        async with api.database.session() as db:
+            assert await search_paths.path_of(db, few.agent_id) == "bits"
+            assert await search_paths.path_of(db, many.agent_id) == "index"
+            asked = len(statements)
+            assert await search_paths.path_of(db, many.agent_id) == "index"
+            assert len(statements) == asked == 2  # remembered: not asked again
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    vector, _ = await api.embedder.embed_one("the first note")
+    for reader in (few, many):
+        found = {}
+        for path in (None, "exact"):
+            async with api.database.session() as db:
+                query = memory_ranking.MemoryQuery("note", vector, "vector", 0.0, 10, path=path)
+                found[path] = [f.version.id for f in await memory_ranking.ranked(db, reader, query)]
+        assert found[None] == found["exact"] and len(found[None]) == 10, (reader, found)

@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
-from bench import common, search
+from bench import common, search, search_ranking
 from server.services import memory_ranking
 
 SETS = ("common", "rare", "zipf")
@@ -152,7 +152,7 @@ async def _run(quick: bool) -> dict[str, Any]:
     rows = []
     for size, owner in zip(p["agents"], ctx["owners"], strict=False):
         sets = query_sets(n, seed=size)
-        vectors = [v for _, v in search.queries(ctx["bases"], n, seed=size)]
+        vectors = [v for _, v in search_ranking.queries(ctx["bases"], n, seed=size)]
         for name in SETS:
             got = await measure(ctx, owner, sets[name], vectors)
             figures[f"{name}_{size}"] = got

@@ -319,7 +319,10 @@ async def _bulk_records(api: Api, s: Scenario, count: int, body: str) -> None:
                 "INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary,"
                 " kind, labels, embedding, execution_id, agent_version_id, turn_id)"
                 " SELECT version, record, :a, 1, 'ACTIVE', :body || ' ' || n, 'fact', '{}',"
-                " array_fill(0.05, ARRAY[384])::vector, :e, :v, :t FROM bulk"
+                # a vector of its own for each (a graph of thousands of equal vectors
+                # leaves the rest of the table's HNSW index hard to reach)
+                " ('[' || array_to_string(ARRAY(SELECT sin(n * 7.0 + i) FROM"
+                " generate_series(1, 384) i), ',') || ']')::vector, :e, :v, :t FROM bulk"
             ),
             params,
         )

@@ -141,8 +141,9 @@ async def test_a_history_search_reads_history_in_two_statements_with_no_settings
     """Parts have no vector index (migration 0006): a history search ranks them by their
     bits and the best of them exactly (migration 0012), with no setting before it (with
     sorts disabled the planner avoided the sorts the ranking needs, docs/scaling.md). It
-    reads the session's history in two statements: the keywords' counts, and the ranking
-    with each part and its event; the resolver shows them without reading them again."""
+    reads the session's history in one statement: the ranking (its keywords' BM25 from
+    the session's postings) with each part and its event; the resolver shows them
+    without reading them again."""
     s, session = await _agent(api)
     await s.committed_turn(session, user("the dog is called Biscuit"))
     reader = await s.turn(session)
@@ -162,7 +163,7 @@ async def test_a_history_search_reads_history_in_two_statements_with_no_settings
         ("turn 1, user\nthe dog is called Biscuit", 1, 1)
     ]
     reads = [x for x in sent if "history_parts" in x or "history_events" in x]
-    assert len(reads) == 2, [" ".join(r.split()[:8]) for r in reads]
+    assert len(reads) == 1, [" ".join(r.split()[:8]) for r in reads]
     assert not [x for x in sent if "enable_sort" in x or "hnsw." in x or "plan_cache" in x]
 
 

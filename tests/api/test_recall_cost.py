@@ -20,6 +20,7 @@ from sqlalchemy import event, select, text
 from sqlmodel import col
 
 from server.models import Execution
+from server.services import search_paths
 from server.services.recall import version_set_digest
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
@@ -71,6 +72,8 @@ async def test_r42_a_hundred_recalls_of_one_conversation_cost_the_same_each(api:
             await s.add(turn, f"Note {n} about {topic}: {uuid.uuid4().hex[:6]}", scope="AGENT")
     await s.commit(turn)
     turn = await s.turn(session)
+    async with api.database.session() as db:  # the agent's search path, asked once a minute
+        await search_paths.path_of(db, uuid.UUID(s.agent_id))
 
     costs: dict[bool, list[tuple[tuple[str, ...], int]]] = defaultdict(list)
     seen: set[frozenset[str]] = set()

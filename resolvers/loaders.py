@@ -33,7 +33,7 @@ from server.models import (
 from server.services import history_reads
 from server.services.history_reads import EventDetails
 from server.storage.gate import staged_version
-from server.storage.owners import kept_agents
+from server.storage.owners import kept, kept_agents
 
 
 class _Row(Protocol):
@@ -90,8 +90,11 @@ class Loaders:
     async def _history_events(
         self, keys: Sequence[uuid.UUID]
     ) -> list[tuple[HistoryEvent, EventDetails] | None]:
-        """Kept events by id with what they link to (3 statements a batch)."""
-        found = await history_reads.events_by_id(self.db, set(keys))
+        """Kept events by id with what they link to (3 statements a batch); of their
+        agent, when one agent's and it is known (on Citus: its shard alone)."""
+        agents = {kept(self.db, k) for k in keys}
+        agent = next(iter(agents)) if len(agents) == 1 else None
+        found = await history_reads.events_by_id(self.db, set(keys), agent_id=agent)
         details = await history_reads.event_details(self.db, list(found.values()))
         return [(found[k], details[k]) if k in found else None for k in keys]
 

@@ -46,6 +46,7 @@ CREATE OR REPLACE FUNCTION memory_postings_row_add(
     agent uuid, version uuid, tsv tsvector, scope varchar, session uuid, record uuid,
     created timestamptz
 ) RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
     IF scope IS DISTINCT FROM 'NONE' THEN
         INSERT INTO memory_postings
@@ -59,6 +60,7 @@ $$;
 CREATE OR REPLACE FUNCTION memory_postings_row_count(
     agent uuid, tsv tsvector, scope varchar, session uuid, docs bigint
 ) RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
     IF scope IN ('AGENT', 'SESSION') THEN
         INSERT INTO memory_term_deltas (agent_id, term, search_scope, session_id, docs)
@@ -116,6 +118,7 @@ CREATE OR REPLACE FUNCTION history_postings_row_add(
     agent uuid, part uuid, tsv tsvector, session uuid, preview boolean, turn integer,
     created timestamptz
 ) RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
     INSERT INTO history_postings
         (agent_id, part_id, term, impact, session_id, preview, turn_number, created_at)
@@ -126,6 +129,7 @@ $$;
 CREATE OR REPLACE FUNCTION history_postings_row_count(
     agent uuid, tsv tsvector, session uuid, preview boolean, docs bigint
 ) RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
     INSERT INTO history_term_stats AS s (agent_id, session_id, preview, term, docs)
     SELECT agent, session, preview, t.term, docs

@@ -38,6 +38,7 @@ from server.services.history_reads import EventDetails, event_details, events_by
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turn_scope import TurnScope
 from server.storage.history_gate import history_condition
+from server.storage.owners import remember
 
 TOOL = "search_history"
 
@@ -188,6 +189,8 @@ async def _search(
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
     found = await ranked_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
+    for _, event, _ in found:  # the answer's details are read by the event's id next
+        remember(db, event.id, event.agent_id)
     return [HistoryHit(event, part, score, None) for part, event, score in found]
 
 

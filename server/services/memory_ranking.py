@@ -123,6 +123,7 @@ def _source(reader: Reader, where: ColumnElement[bool], *, filtered: bool) -> Se
         keywords=memory_postings(reader),
         # the postings know who may find a version, not its kind or labels
         bounded=not (filtered or reader.api),
+        agent=reader.agent_id,
     )
 
 

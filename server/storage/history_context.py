@@ -84,6 +84,7 @@ def source(reader: HistoryReader) -> SearchSource:
         where=history_condition(reader),
         keywords=history_postings(reader),
         bounded=True,
+        agent=reader.agent_id,
     )
 
 

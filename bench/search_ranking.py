@@ -6,8 +6,9 @@ For each measured agent (a ladder of sizes in the same table):
   its rows, without the query's embedding), hybrid and in ``vector`` mode, each next
   to its raw-SQL floor: the same statement
   (:func:`server.services.memory_ranking.ranking_statement`, its text and parameters)
-  run directly with psycopg, prepared as the server's driver prepares it, query by
-  query in alternating order. A search's session ends with COMMIT, as the server's
+  run directly with psycopg, prepared as the server's driver prepares it and on its
+  generic plan as the server runs it (:mod:`server.storage.generic_plan`),
+  query by query in alternating order. A search's session ends with COMMIT, as the server's
   read-only transactions do (a ROLLBACK would make psycopg drop the connection's
   prepared statements);
 - the path the search took (``bits`` or ``index``: :mod:`server.storage.nearest`,
@@ -73,6 +74,8 @@ async def in_process(
 
     conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
     await register_vector_async(conn)
+    # the plan the server runs the statement on (server.storage.generic_plan)
+    await conn.execute("SET plan_cache_mode = force_generic_plan")
 
     search_paths.forget()
     async with db.session() as s:

@@ -37,6 +37,7 @@ from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
 from server.services.memory_versions import MemoryItem
 from server.services.search_paths import path_of
+from server.storage import generic_plan
 from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
@@ -149,7 +150,8 @@ class _Shape:
 
 @built_once
 def _statement(shape: _Shape) -> Select[Any]:
-    """The ranking statement of a shape, its values left as parameters."""
+    """The ranking statement of a shape, its values left as parameters, which ends the
+    generic plan it runs on (:mod:`server.storage.generic_plan`)."""
     uid: Uuid[Any] = Uuid()
     reader = Reader(
         agent_id=cast(Any, bindparam("reader_agent", type_=uid)),
@@ -165,7 +167,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         bindparam("filter_labels", type_=JSONB()) if shape.labels else None,
         bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
     )
-    return build_search(
+    ranking = build_search(
         source=_source(reader, where, filtered=shape.kind or shape.labels or shape.ids),
         text='"' if shape.web else "",
         vector=[0.0] * EMBEDDING_DIM if shape.vector else None,
@@ -176,6 +178,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         now=datetime.now(UTC),
         path=shape.path,
     )
+    return ranking.where(generic_plan.restored())
 
 
 @built_once
@@ -268,6 +271,7 @@ async def ranked(
     if query.path is None and query.mode != "lexical":
         query = replace(query, path=await path_of(db, reader.agent_id))
     stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
+    await db.execute(generic_plan.GENERIC_PLAN)
     rows = await scanned_rows(db, stmt, params)
     return [
         Found(

@@ -123,8 +123,12 @@ def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> A
         .where(postings.stats_where, s.c.term == literal_column("''"))
         .scalar_subquery()
     )
-    counted = select(terms.c.term, cast(df, F8).label("df"), cast(docs, F8).label("docs")).cte(
-        "wcount"
+    # MATERIALIZED: each term's statistics probed once (inlined, ``df`` would be probed
+    # again wherever the CTEs above read it)
+    counted = (
+        select(terms.c.term, cast(df, F8).label("df"), cast(docs, F8).label("docs"))
+        .cte("wcount")
+        .prefix_with("MATERIALIZED")
     )
     one: ColumnElement[Any] = literal_column("1.0::float8")
     half: ColumnElement[Any] = literal_column("0.5::float8")
@@ -204,21 +208,43 @@ def bounded(postings: Postings, w: Any) -> Select[Any]:
     return select(found.c.key, found.c.created_at).distinct()
 
 
+def _scoring(postings: Postings, w: Any) -> tuple[Any, Any, ColumnElement[bool]]:
+    """The postings table (aliased), the BM25 sum over its rows joined to ``w`` (in term
+    order, so every caller adds the same floats in the same order) and the condition
+    that a posting is one of the query's terms."""
+    p = postings.table.alias("scored_posting")
+    terms = select(func.array_agg(w.c.term)).scalar_subquery()
+    total = func.sum(aggregate_order_by(w.c.idf * p.c.impact, p.c.term.collate("C")))
+    return p, total, p.c.term == any_(cast(terms, ARRAY(Text())))
+
+
 def score(postings: Postings, w: Any, key: ColumnElement[Any]) -> Any:
     """The BM25 score of the document ``key`` for the query: the sum, in term order, of
     ``idf * impact`` over the query's terms it holds; NULL when it holds none."""
-    p = postings.table.alias("scored_posting")
-    terms = select(func.array_agg(w.c.term)).scalar_subquery()
+    p, total, of_query = _scoring(postings, w)
     return (
-        select(func.sum(aggregate_order_by(w.c.idf * p.c.impact, p.c.term.collate("C"))))
+        select(total)
         .select_from(p)
         .join(w, w.c.term == p.c.term)
-        .where(
-            p.c.agent_id == postings.agent,
-            p.c[postings.key] == key,
-            p.c.term == any_(cast(terms, ARRAY(Text()))),
-        )
+        .where(p.c.agent_id == postings.agent, p.c[postings.key] == key, of_query)
         .scalar_subquery()
+    )
+
+
+def scored(postings: Postings, w: Any, found: Any) -> Select[Any]:
+    """``(key, created_at, lexical)``: the documents of ``found`` (``key``, ``created_at``)
+    that hold a term of the query, each with its :func:`score`, in one join (a probe a
+    document) rather than one subquery a document."""
+    p, total, of_query = _scoring(postings, w)
+    return (
+        select(found.c.key, found.c.created_at, total.label("lexical"))
+        .select_from(found)
+        .join(
+            p,
+            and_(p.c.agent_id == postings.agent, p.c[postings.key] == found.c.key, of_query),
+        )
+        .join(w, w.c.term == p.c.term)
+        .group_by(found.c.key, found.c.created_at)
     )
 
 
@@ -228,4 +254,4 @@ async def query_terms(db: AsyncSession, text: str) -> list[str]:
     return sorted((await db.execute(select(terms.c.term))).scalars())
 
 
-__all__ = ["Postings", "bounded", "query_terms", "score", "weights"]
+__all__ = ["Postings", "bounded", "query_terms", "score", "scored", "weights"]

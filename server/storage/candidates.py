@@ -135,20 +135,11 @@ class Candidates:
                 .where(source.where, source.tsv.op("@@")(tsquery(text)))
                 .subquery("lfound")
             )
-        # OFFSET 0: each candidate is scored once (a flattened subquery would score it again
-        # in the filter below)
-        scored = (
-            select(
-                found.c.key,
-                found.c.created_at,
-                self.keyword_score(text, found.c.key).label("lexical"),
-            )
-            .offset(0)
-            .subquery("lscored")
-        )
+        keywords = source.keywords
+        assert keywords is not None
+        scored = bm25.scored(keywords, self.keyword_weights(text), found).subquery("lscored")
         top = (
             select(scored)
-            .where(scored.c.lexical.is_not(None))
             .order_by(scored.c.lexical.desc(), scored.c.created_at.desc(), scored.c.key)
             .limit(self.pool)
             .subquery("ltop")

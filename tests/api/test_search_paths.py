@@ -102,3 +102,32 @@ async def test_r41_few_versions_are_ranked_by_bits_many_on_the_index(api: Api) -
                 query = memory_ranking.MemoryQuery("note", vector, "vector", 0.0, 10, path=path)
                 found[path] = [f.version.id for f in await memory_ranking.ranked(db, reader, query)]
         assert found[None] == found["exact"] and len(found[None]) == 10, (reader, found)
+
+
+async def test_r41_the_ranking_is_planned_once_a_connection_and_leaves_no_setting(
+    api: Api,
+) -> None:
+    """R41: searched again and again on one connection, the ranking statement runs on one
+    generic plan (prepared by the driver, never planned again for the call's values), the
+    same records found each time; after each search the transaction's later statements
+    are planned as before it (the setting it runs under is back to the session's)."""
+    _, reader = await _agent_with_versions(api, 30)
+    vector, _ = await api.embedder.embed_one("the first note")
+    query = memory_ranking.MemoryQuery("first note", vector, "hybrid", 0.0, 10)
+    async with api.database.session() as db:
+        before = await db.scalar(text("SELECT current_setting('plan_cache_mode')"))
+        found = []
+        for _ in range(8):
+            found.append([f.version.id for f in await memory_ranking.ranked(db, reader, query)])
+            assert await db.scalar(text("SELECT current_setting('plan_cache_mode')")) == before
+        plans = (
+            await db.execute(
+                text(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                    " WHERE statement LIKE 'WITH wcount%'"
+                )
+            )
+        ).all()
+        await db.commit()
+    assert all(f == found[0] for f in found) and len(found[0]) == 10
+    assert len(plans) == 1 and plans[0][0] > 0 and plans[0][1] == 0, plans

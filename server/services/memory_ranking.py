@@ -43,6 +43,7 @@ from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
 from server.storage.nearest import Path
+from server.storage.owners import on_citus
 from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
 from server.storage.source import SearchSource
@@ -271,7 +272,8 @@ async def ranked(
     if query.path is None and query.mode != "lexical":
         query = replace(query, path=await path_of(db, reader.agent_id))
     stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
-    await db.execute(generic_plan.GENERIC_PLAN)
+    if not on_citus(db):  # Citus cannot plan it generic (docs/scaling.md)
+        await db.execute(generic_plan.GENERIC_PLAN)
     rows = await scanned_rows(db, stmt, params)
     return [
         Found(

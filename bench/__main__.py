@@ -23,6 +23,7 @@ BENCHES: dict[str, str] = {
     "review": "bench.review",
     "trace": "bench.trace",
     "keywords": "bench.keywords",
+    "citus": "bench.citus",
 }
 
 

@@ -1,10 +1,13 @@
-"""Alembic environment: the URL comes from the caller (``server.migrate``) or the settings."""
+"""Alembic environment: the URL comes from the caller (``server.migrate``) or the settings.
+On a database Citus distributes, a migration's new table is placed as it is created
+(:mod:`server.citus.migrating`, imported for its operations)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+import server.citus.migrating  # noqa: F401  (the Citus forms of create_table, ...)
 from server.migrate import refuse_losses
 from server.models import metadata
 

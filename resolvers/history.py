@@ -25,6 +25,7 @@ from resolvers.types.turns import ExecutionType, TranscriptEventType
 from server import models
 from server.domain.history import ToolCall
 from server.services import history_reads, history_record, history_search
+from server.services.lookup import get
 
 
 @strawberry.enum(description="What an event the runtime records is.")
@@ -218,9 +219,8 @@ class HistoryMutation:
             return found, {"execution": str(found.execution.id), "hits": hits}
 
         async def reload(result: dict[str, Any]) -> history_search.HistorySearch:
-            execution = await db.get(models.Execution, uuid.UUID(result["execution"]))
-            assert execution is not None
-            hits = await history_search.load_hits(db, result["hits"])
+            execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
+            hits = await history_search.load_hits(db, result["hits"], agent_id=execution.agent_id)
             return history_search.HistorySearch(execution=execution, hits=hits)
 
         db = info.context.db

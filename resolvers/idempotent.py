@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info
+from server.storage.owners import by_agent
 
 R = TypeVar("R")
 M = TypeVar("M")
@@ -78,5 +79,8 @@ async def once_shown(
 async def reloaded(db: AsyncSession, model: type[M], ids: list[str]) -> list[M]:
     """The rows of ``model`` a stored result names by id, in its order; a row removed
     since is left out."""
-    rows = [await db.get(model, uuid.UUID(i)) for i in ids]
+    rows = [
+        await db.get(model, row_id, options=await by_agent(db, model, row_id))
+        for row_id in map(uuid.UUID, ids)
+    ]
     return [r for r in rows if r is not None]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import not_, or_, select
+from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 from strawberry.dataloader import DataLoader
@@ -33,6 +33,7 @@ from server.models import (
 from server.services import history_reads
 from server.services.history_reads import EventDetails
 from server.storage.gate import staged_version
+from server.storage.owners import kept, kept_agents
 
 
 class _Row(Protocol):
@@ -76,7 +77,11 @@ class Loaders:
 
     def _by_id(self, model: type[T]) -> DataLoader[uuid.UUID, T | None]:
         async def load(keys: Sequence[uuid.UUID]) -> list[T | None]:
-            rows = (await self.db.scalars(select(model).where(col(model.id).in_(keys)))).all()
+            rows = (
+                await self.db.scalars(
+                    select(model).where(col(model.id).in_(keys), *kept_agents(self.db, model, keys))
+                )
+            ).all()
             found = {row.id: row for row in rows}
             return [found.get(k) for k in keys]
 
@@ -85,8 +90,11 @@ class Loaders:
     async def _history_events(
         self, keys: Sequence[uuid.UUID]
     ) -> list[tuple[HistoryEvent, EventDetails] | None]:
-        """Kept events by id with what they link to (3 statements a batch)."""
-        found = await history_reads.events_by_id(self.db, set(keys))
+        """Kept events by id with what they link to (3 statements a batch); of their
+        agent, when one agent's and it is known (on Citus: its shard alone)."""
+        agents = {kept(self.db, k) for k in keys}
+        agent = next(iter(agents)) if len(agents) == 1 else None
+        found = await history_reads.events_by_id(self.db, set(keys), agent_id=agent)
         details = await history_reads.event_details(self.db, list(found.values()))
         return [(found[k], details[k]) if k in found else None for k in keys]
 
@@ -97,11 +105,30 @@ class Loaders:
         rows = (
             await self.db.scalars(
                 select(OutputUse)
-                .outerjoin(HistoryPart, col(HistoryPart.id) == col(OutputUse.history_part_id))
-                .outerjoin(MemoryVersion, col(MemoryVersion.id) == col(OutputUse.memory_version_id))
-                .outerjoin(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+                .outerjoin(
+                    HistoryPart,
+                    and_(
+                        col(HistoryPart.id) == col(OutputUse.history_part_id),
+                        col(HistoryPart.agent_id) == col(OutputUse.agent_id),
+                    ),
+                )
+                .outerjoin(
+                    MemoryVersion,
+                    and_(
+                        col(MemoryVersion.id) == col(OutputUse.memory_version_id),
+                        col(MemoryVersion.agent_id) == col(OutputUse.agent_id),
+                    ),
+                )
+                .outerjoin(
+                    MemoryRecord,
+                    and_(
+                        col(MemoryRecord.id) == col(MemoryVersion.record_id),
+                        col(MemoryRecord.agent_id) == col(MemoryVersion.agent_id),
+                    ),
+                )
                 .where(
                     col(OutputUse.execution_id).in_(keys),
+                    *kept_agents(self.db, OutputUse, keys),
                     or_(col(MemoryVersion.id).is_(None), not_(staged_version())),
                 )
                 .order_by(col(OutputUse.rank), col(HistoryPart.part))
@@ -119,7 +146,11 @@ class Loaders:
         value: Any = getattr(model, name)
 
         async def load(keys: Sequence[uuid.UUID]) -> list[Any]:
-            rows = (await self.db.execute(select(key, value).where(key.in_(keys)))).all()
+            rows = (
+                await self.db.execute(
+                    select(key, value).where(key.in_(keys), *kept_agents(self.db, model, keys))
+                )
+            ).all()
             found: dict[Any, Any] = dict(rows)
             return [found.get(k) for k in keys]
 
@@ -131,7 +162,11 @@ class Loaders:
 
         async def load(keys: Sequence[uuid.UUID]) -> list[list[T]]:
             rows = (
-                await self.db.scalars(select(model).where(column.in_(keys)).order_by(ordering))
+                await self.db.scalars(
+                    select(model)
+                    .where(column.in_(keys), *kept_agents(self.db, model, keys))
+                    .order_by(ordering)
+                )
             ).all()
             groups: dict[uuid.UUID, list[T]] = defaultdict(list)
             for row in rows:

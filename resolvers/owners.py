@@ -24,6 +24,7 @@ from resolvers.kinds import BY_MODEL, Kind
 from server import models
 from server.storage.built import built_once
 from server.storage.gate import staged_version
+from server.storage.owners import kept, remember
 
 A, S, T, E = models.Agent, models.Session, models.Turn, models.Execution
 R, V = models.MemoryRecord, models.MemoryVersion
@@ -86,9 +87,16 @@ def _of_turn(model: Any) -> Any:
             turn=col(model.turn_id),
             preview=col(T.preview),
         )
-        .join(T, col(T.id) == col(model.turn_id))
+        .join(T, _same(T, model, col(T.id) == col(model.turn_id)))
         .join(A, col(A.id) == col(model.agent_id))
     )
+
+
+def _same(other: Any, model: Any, on: Any) -> Any:
+    """The join condition ``on``, with ``other``'s agent that of ``model``'s row: the
+    same rows (an id names one agent's row), and on Citus a join Citus runs on each
+    agent's shard (docs/scaling.md)."""
+    return and_(on, col(other.agent_id) == col(model.agent_id))
 
 
 def _statement(kind: Kind) -> Any:
@@ -123,8 +131,8 @@ def _statement(kind: Kind) -> Any:
                 turn=col(E.turn_id),
                 preview=col(T.preview),
             )
-            .join(E, col(E.id) == col(m.execution_id))
-            .join(T, col(T.id) == col(E.turn_id))
+            .join(E, _same(E, m, col(E.id) == col(m.execution_id)))
+            .join(T, _same(T, m, col(T.id) == col(E.turn_id)))
             .join(A, col(A.id) == col(m.agent_id))
         )
     if kind is Kind.HISTORY_PART:
@@ -138,7 +146,7 @@ def _statement(kind: Kind) -> Any:
                 turn=col(event.turn_id),
                 preview=col(m.preview),
             )
-            .join(event, col(event.id) == col(m.event_id))
+            .join(event, _same(event, m, col(event.id) == col(m.event_id)))
             .join(A, col(A.id) == col(m.agent_id))
         )
     if kind is Kind.MEMORY_RECORD:
@@ -164,7 +172,7 @@ def _statement(kind: Kind) -> Any:
                 staged=staged_version(V, R),
                 scope=col(R.scope),
             )
-            .join(R, col(R.id) == col(V.record_id))
+            .join(R, _same(R, V, col(R.id) == col(V.record_id)))
             .join(A, col(A.id) == col(V.agent_id))
         )
     assert kind is Kind.OUTPUT_USE
@@ -179,23 +187,27 @@ def _statement(kind: Kind) -> Any:
             staged=and_(col(V.id).is_not(None), staged_version(V, R)),
             memory=col(m.memory_version_id).is_not(None),
         )
-        .join(E, col(E.id) == col(m.execution_id))
-        .join(T, col(T.id) == col(E.turn_id))
+        .join(E, _same(E, m, col(E.id) == col(m.execution_id)))
+        .join(T, _same(T, m, col(T.id) == col(E.turn_id)))
         .join(A, col(A.id) == col(m.agent_id))
-        .outerjoin(V, col(V.id) == col(m.memory_version_id))
-        .outerjoin(R, col(R.id) == col(V.record_id))
+        .outerjoin(V, _same(V, m, col(V.id) == col(m.memory_version_id)))
+        .outerjoin(R, _same(R, m, col(R.id) == col(V.record_id)))
     )
 
 
 @built_once
-def _owners(kinds: tuple[Kind, ...]) -> Any:
-    """One statement for the ids of ``kinds``: parameter ``ids_<KIND>`` per kind."""
-    parts = [
-        _statement(kind).where(
+def _owners(kinds: tuple[Kind, ...], by_agent: bool = False) -> Any:
+    """One statement for the ids of ``kinds``: parameter ``ids_<KIND>`` per kind; with
+    ``by_agent``, the rows of the agents of parameter ``agents`` only (the ids' agents,
+    known: on Citus the statement then runs on their shards alone)."""
+    parts = []
+    for kind in kinds:
+        part = _statement(kind).where(
             col(kind.model.id).in_(bindparam(f"ids_{kind.name}", expanding=True))
         )
-        for kind in kinds
-    ]
+        if by_agent and kind is not Kind.AGENT:
+            part = part.where(col(kind.model.agent_id).in_(bindparam("agents", expanding=True)))
+        parts.append(part)
     return parts[0] if len(parts) == 1 else union_all(*parts)
 
 
@@ -227,14 +239,25 @@ async def owners_of(
     missing = {kind: ids for kind, ids in missing.items() if ids}
     if missing:
         kinds = tuple(sorted(missing, key=lambda k: k.name))
-        params = {f"ids_{kind.name}": missing[kind] for kind in kinds}
-        rows = (await context.db.execute(_owners(kinds), params)).all()
+        params: dict[str, Any] = {f"ids_{kind.name}": missing[kind] for kind in kinds}
+        agents = {
+            kept(context.db, i)
+            for kind, ids in missing.items()
+            if kind is not Kind.AGENT
+            for i in ids
+        }
+        by_agent = bool(agents) and None not in agents
+        if by_agent:
+            params["agents"] = sorted(a for a in agents if a is not None)
+        rows = (await context.db.execute(_owners(kinds, by_agent), params)).all()
         for kind, ids in missing.items():
             for id_ in ids:
                 cache[(kind, id_)] = None
         for row in rows:
             owner = _owner(row)
             cache[(owner.kind, owner.id)] = owner
+            if owner.kind is not Kind.AGENT:
+                remember(context.db, owner.id, owner.agent_id)  # the call's statements name it
     return {
         (kind, i): found
         for kind, ids in wanted.items()

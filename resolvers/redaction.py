@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlmodel import col
 
 from resolvers.context import Context
@@ -84,7 +84,10 @@ async def _reply_of(context: Context, event_id: uuid.UUID) -> tuple[str | None, 
         )
         .join(
             models.TranscriptEvent,
-            col(models.TranscriptEvent.id) == col(models.HistoryEvent.transcript_event_id),
+            and_(
+                col(models.TranscriptEvent.id) == col(models.HistoryEvent.transcript_event_id),
+                col(models.TranscriptEvent.agent_id) == col(models.HistoryEvent.agent_id),
+            ),
         )
         .where(col(models.HistoryEvent.id) == event_id),
     )

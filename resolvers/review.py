@@ -22,6 +22,7 @@ from resolvers.types.turns import ExecutionType
 from server import models
 from server.domain import review as rules
 from server.services.lookup import get
+from server.storage.owners import by_agent
 
 
 @strawberry.enum(description="What a review does with one candidate fact.")
@@ -243,8 +244,13 @@ async def version_rows(info: Info, ids: list[str]) -> list[models.MemoryVersion]
 
 
 async def review_row(info: Info, review_id: str) -> models.MemoryReview:
-    """A review a stored result names, read again."""
-    row = await info.context.db.get(models.MemoryReview, uuid.UUID(review_id))
+    """A review a stored result names, read again (the call may have changed it)."""
+    db, row_id = info.context.db, uuid.UUID(review_id)
+    row = await db.get(
+        models.MemoryReview,
+        row_id,
+        populate_existing=True,
+        options=await by_agent(db, models.MemoryReview, row_id),
+    )
     assert row is not None
-    await info.context.db.refresh(row)
     return row

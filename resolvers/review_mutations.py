@@ -215,8 +215,7 @@ class ReviewMutation:
 
         async def reload(result: dict[str, Any]) -> _Applied:
             db = info.context.db
-            execution = await get(db, models.Execution, uuid.UUID(result["execution"]))
-            await db.refresh(execution)
+            execution = await get(db, models.Execution, uuid.UUID(result["execution"]), fresh=True)
             versions = await version_rows(info, result["versions"])
             return await review_row(info, result["review"]), execution, versions
 

@@ -166,9 +166,7 @@ async def _closed(
         return turn, {"turn": str(turn.id)}
 
     async def reload(result: dict[str, Any]) -> models.Turn:
-        turn = await get(db, models.Turn, uuid.UUID(result["turn"]))
-        await db.refresh(turn)
-        return turn
+        return await get(db, models.Turn, uuid.UUID(result["turn"]), fresh=True)
 
     turn, _ = await once_shown(info, operation, input, run, reload)
     return TurnType(row=turn)

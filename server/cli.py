@@ -41,6 +41,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         database.check()  # pgvector before migrating
         if not args.no_migrate:
             migrate.upgrade(url)
+            if migrate.on_citus(url):  # a release's new tables placed as the others
+                migrate.distribute(url)
         if settings.dev:
             from server.cli_auth import print_dev_admin_token
 
@@ -71,6 +73,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from server.startup import check_database
 
     down = args.down or (args.revision or "").startswith("-")
+    if down and args.citus:
+        print(
+            "migrate --citus places an upgraded schema on Citus; it does not go down",
+            file=sys.stderr,
+        )
+        return 2
     if down and args.revision is None:
         print(
             "migrate --down needs the revision to go down to: -1 for one step, "
@@ -87,9 +95,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             migrate.downgrade(url, revision, force=args.force)
         else:
             migrate.upgrade(url, revision)
+            citus = args.citus or migrate.on_citus(url)
+            placed = migrate.distribute(url) if citus else []
     finally:
         database.stop()
     print(f"migrated to {revision}")
+    if not down and citus:
+        print(f"on Citus: placed {', '.join(placed)}" if placed else "on Citus: all placed already")
     return 0
 
 
@@ -150,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="with --down: downgrade even if it destroys data (refused otherwise, naming it)",
+    )
+    mig.add_argument(
+        "--citus",
+        action="store_true",
+        help="on a Citus coordinator: then distribute the per-agent tables by agent_id and "
+        "copy the global ones to every node, once; later upgrades keep new tables placed "
+        "(docs/scaling.md)",
     )
     mig.set_defaults(func=cmd_migrate)
     schema = sub.add_parser("schema", help="write (or --check) schema.graphql")

@@ -26,7 +26,8 @@ from server.embedded import EmbeddedPostgres
 from server.models._columns import register_types
 from server.session import SerialSession
 from server.settings import Settings
-from server.startup import check_database
+from server.startup import check_database, is_citus
+from server.storage.owners import session_info
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class Database:
     sessionmaker: async_sessionmaker[AsyncSession] | None = None
     _embedded: EmbeddedPostgres | None = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
+    citus: bool = field(default=False, repr=False)  # a Citus coordinator, found by check()
     # a server's role is warned about (docs/security.md, "Database roles"); a command of
     # the CLI runs an operator's task as whichever role it is given, and says nothing
     warn_role: bool = True
@@ -76,16 +78,20 @@ class Database:
         )
         event.listen(self.engine.sync_engine, "connect", _register_types)
         event.listen(self.engine.sync_engine, "checkout", _refuse_closed)
-        self.sessionmaker = async_sessionmaker(
-            self.engine, class_=SerialSession, expire_on_commit=False
-        )
         if not self._checked:
             await asyncio.to_thread(self.check)
+        self.sessionmaker = async_sessionmaker(
+            self.engine,
+            class_=SerialSession,
+            expire_on_commit=False,
+            info=session_info(citus=self.citus),
+        )
 
     def check(self) -> None:
         """Fail early with an instruction when the database is unreachable or has no
         pgvector (:func:`server.startup.check_database`); once is enough."""
         privileged = check_database(self.resolve_url())
+        self.citus = is_citus(self.resolve_url())
         self._checked = True
         if privileged and self.warn_role and not self.settings.dev:
             _log.warning(

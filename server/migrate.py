@@ -1,4 +1,5 @@
-"""Run Alembic migrations programmatically (``agent-memory migrate``, tests, start-up).
+"""Run Alembic migrations programmatically (``agent-memory migrate``, tests, start-up),
+and place the migrated schema on Citus (``agent-memory migrate --citus``).
 
 A downgrade never destroys data unless told to: each step that would drop rows it
 cannot carry to the older schema says what, counted before it runs
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from alembic import command, context, op
 from alembic.config import Config
-from sqlalchemy import text
+from sqlalchemy import create_engine, pool, text
 from sqlalchemy.engine import URL
 
 from server.errors import DomainError
@@ -39,6 +40,9 @@ def alembic_config(url: URL | str) -> Config:
 
 
 def upgrade(url: URL | str, revision: str = "head") -> None:
+    """Upgrade to ``revision``. On a database Citus distributes already, a migration's new
+    table, unique index or foreign key takes the form Citus accepts
+    (:mod:`server.citus.migrating`); :func:`distribute` after it places what is left."""
     command.upgrade(alembic_config(url), revision)
 
 
@@ -75,3 +79,30 @@ def refuse_losses() -> None:
             "would destroy "
             f"{'; '.join(lost)}. Nothing was changed; pass --force to downgrade anyway"
         )
+
+
+def on_citus(url: URL | str) -> bool:
+    """True when the database is a Citus coordinator that distributes this schema already
+    (``agent-memory migrate --citus`` ran): every later upgrade places its tables too."""
+    from server.citus.distribute import is_citus, placed_tables  # noqa: PLC0415
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return is_citus(conn) and bool(placed_tables(conn))
+    finally:
+        engine.dispose()
+
+
+def distribute(url: URL | str) -> list[str]:
+    """Place the migrated schema on the Citus coordinator at ``url``: the tables Citus
+    does not know yet, distributed by agent or copied to every node
+    (:func:`server.citus.distribute.distribute`). Returns the tables placed."""
+    from server.citus.distribute import distribute as place  # noqa: PLC0415
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            return place(conn)
+    finally:
+        engine.dispose()

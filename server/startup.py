@@ -69,6 +69,20 @@ def _reason(exc: psycopg.Error) -> str:
     return text.removeprefix("connection failed:").strip().split(": ", 1)[-1]
 
 
+def is_citus(url: URL) -> bool:
+    """True when the database at ``url`` is a Citus coordinator (docs/scaling.md): some
+    statements take another form there."""
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            found = conn.execute(
+                "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+            ).fetchone()
+    except psycopg.Error:
+        return False
+    return bool(found and found[0])
+
+
 def check_database(url: URL) -> str | None:
     """Connect once and check pgvector. Returns what makes the role privileged
     ("superuser" or "BYPASSRLS", docs/security.md "Database roles"), or None."""

@@ -8,6 +8,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -23,9 +24,37 @@ from server.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[URL]:
-    """A fresh, migrated database on the embedded server (or on TEST_DATABASE_URL's server)."""
+def citus_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """With AGENT_MEMORY_TEST_CITUS set (``make test-citus``): a coordinator and two
+    workers on free localhost ports, from the Citus ``make citus`` builds, stopped at the
+    end of the run (or, when the variable names a directory, the cluster left running
+    there by ``python -m server.citus.local start DIR``). Otherwise None."""
+    wanted = os.environ.get("AGENT_MEMORY_TEST_CITUS")
+    if not wanted:
+        yield None
+        return
+    from server.citus.build import home, installed
+    from server.citus.local import LocalCluster
+
+    pginstall = installed(home())
+    if pginstall is None:
+        pytest.skip("no Citus built here: run `make citus` (it says why it cannot)")
+    if Path(wanted).is_dir():
+        yield LocalCluster.attach(pginstall, Path(wanted))
+        return
+    with LocalCluster(pginstall, tmp_path_factory.mktemp("citus")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory, citus_cluster: Any) -> Iterator[URL]:
+    """A fresh, migrated database on the embedded server (or on TEST_DATABASE_URL's server,
+    or on the Citus cluster, migrated with ``agent-memory migrate --citus``)."""
     name = f"agent_memory_test_{uuid.uuid4().hex[:8]}"
+    if citus_cluster is not None:
+        yield citus_cluster.create_database(name)
+        citus_cluster.drop_database(name)
+        return
     external = os.environ.get("AGENT_MEMORY_TEST_DATABASE_URL")
     embedded: EmbeddedPostgres | None = None
     if external:

@@ -388,3 +388,27 @@ def test_0012_keeps_the_embeddings_bits_in_covering_indexes_and_its_downgrade_dr
     )
     migrate.upgrade(fresh_url)
     assert _differences(fresh_engine) == []
+
+
+def _body(engine: Engine, function: str) -> str:
+    with engine.connect() as conn:
+        return str(
+            conn.scalar(text("SELECT prosrc FROM pg_proc WHERE proname = :f"), {"f": function})
+        )
+
+
+def test_0013_the_search_scope_triggers_name_their_rows_agent_and_its_downgrade_restores_0005(
+    fresh_url: URL, fresh_engine: Engine
+) -> None:
+    """Migration 0013 (R10, R41): the triggers that keep ``memory_versions.search_scope``
+    find a record's versions, and a version's record, by the row's agent and id (on
+    Citus: that agent's shard alone); the downgrade brings back the bodies of 0005, and
+    a version written after either still gets its scope."""
+    migrate.upgrade(fresh_url)
+    for function in ("memory_records_search_scope", "memory_versions_search_scope"):
+        assert "agent_id = " in _body(fresh_engine, function), function
+    migrate.downgrade(fresh_url, "0012")
+    for function in ("memory_records_search_scope", "memory_versions_search_scope"):
+        assert "agent_id = " not in _body(fresh_engine, function), function
+    migrate.upgrade(fresh_url)
+    assert _differences(fresh_engine) == []

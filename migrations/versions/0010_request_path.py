@@ -31,17 +31,17 @@ depends_on: str | Sequence[str] | None = None
 BACKFILL = """
 UPDATE executions e SET recall_digest = d.digest
 FROM (
-    SELECT u.execution_id,
+    SELECT u.agent_id, u.execution_id,
            sha256(string_agg(uuid_send(u.memory_version_id), ''::bytea
                              ORDER BY u.memory_version_id)) AS digest
     FROM output_uses u
-    JOIN executions x ON x.id = u.execution_id
-    JOIN turns t ON t.id = x.turn_id
+    JOIN executions x ON x.id = u.execution_id AND x.agent_id = u.agent_id
+    JOIN turns t ON t.id = x.turn_id AND t.agent_id = x.agent_id
     WHERE t.status = 'open' AND x.name = 'search_memory' AND x.status = 'succeeded'
       AND x.input @> '{"recall": true}' AND u.memory_version_id IS NOT NULL
-    GROUP BY u.execution_id
+    GROUP BY u.agent_id, u.execution_id
 ) d
-WHERE e.id = d.execution_id
+WHERE e.id = d.execution_id AND e.agent_id = d.agent_id
 """
 
 

@@ -14,11 +14,15 @@ from pgvector.psycopg import register_vector_async
 from pgvector.sqlalchemy import VECTOR
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
-from sqlalchemy import CheckConstraint, Column, DateTime, TypeDecorator, text
+from sqlalchemy import CheckConstraint, Column, DateTime, TypeDecorator, func, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REAL
 from sqlmodel import Field
 
 NOW = text("clock_timestamp()")
+CHANGED_AT = func.statement_timestamp()
+"""The database's time of a change an UPDATE makes: when its statement started, so after
+every row an earlier statement wrote. Not ``clock_timestamp()``: Citus refuses a volatile
+function in an UPDATE of a distributed table (docs/scaling.md)."""
 
 
 def id_field() -> Any:

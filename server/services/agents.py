@@ -17,6 +17,7 @@ from server.errors import BadInputError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 from server.storage.built import built_once
+from server.storage.owners import agent_of, remember
 from server.storage.rows import insert_unique
 
 
@@ -72,7 +73,10 @@ def _version_and_agent() -> Any:
     return (
         select(Agent, AgentVersion)
         .join(AgentVersion, col(AgentVersion.agent_id) == col(Agent.id))
-        .where(col(AgentVersion.id) == bindparam("version"))
+        .where(
+            col(AgentVersion.id) == bindparam("version"),
+            col(AgentVersion.agent_id) == bindparam("agent"),
+        )
     )
 
 
@@ -80,7 +84,7 @@ def _version_and_agent() -> Any:
 def _session_to_begin() -> Any:
     newest = (
         select(AgentVersion)
-        .where(col(AgentVersion.agent_id) == col(Session.agent_id))
+        .where(col(AgentVersion.agent_id) == bindparam("agent"))
         .order_by(col(AgentVersion.number).desc())
         .limit(1)
         .lateral("newest")
@@ -90,14 +94,18 @@ def _session_to_begin() -> Any:
         select(Session, Agent, latest)
         .join(Agent, col(Agent.id) == col(Session.agent_id))
         .outerjoin(latest, true())
-        .where(col(Session.id) == bindparam("session"))
+        .where(col(Session.id) == bindparam("session"), col(Session.agent_id) == bindparam("agent"))
         .with_for_update(of=Session)
     )
 
 
-async def version_and_agent(db: AsyncSession, version_id: uuid.UUID) -> tuple[AgentVersion, Agent]:
-    """An agent version and its agent, in one statement (a turn names its version)."""
-    agent, version = (await db.execute(_version_and_agent(), {"version": version_id})).one()
+async def version_and_agent(
+    db: AsyncSession, version_id: uuid.UUID, *, agent_id: uuid.UUID
+) -> tuple[AgentVersion, Agent]:
+    """An agent's version and the agent, in one statement (a turn names its version)."""
+    agent, version = (
+        await db.execute(_version_and_agent(), {"version": version_id, "agent": agent_id})
+    ).one()
     return version, agent
 
 
@@ -106,7 +114,10 @@ async def session_to_begin(
 ) -> tuple[Session, Agent, AgentVersion | None]:
     """A session, locked (its turns are numbered one at a time), with its agent and the
     agent's latest version (``None`` before the first is published), in one statement."""
-    row = (await db.execute(_session_to_begin(), {"session": session_id})).first()
+    agent_id = await agent_of(db, Session, session_id)
+    row = (
+        await db.execute(_session_to_begin(), {"session": session_id, "agent": agent_id})
+    ).first()
     if row is None:
         raise NotFoundError(f"no session with id {session_id}")
     session, agent, version = row
@@ -135,4 +146,5 @@ async def create_session(
         check_text(external_id, field="externalId", maximum=200)
     session = Session(agent_id=agent_id, external_id=external_id)
     await insert_unique(db, session, f"a session with externalId {external_id!r} exists")
+    remember(db, session.id, agent_id)
     return session

@@ -38,6 +38,7 @@ from server.domain.grants import Grant as GrantRule
 from server.errors import BadInputError
 from server.models import Agent, Execution, Grant, PolicyBinding, Principal
 from server.models import Policy as PolicyRow
+from server.storage.owners import by_agent
 
 _log = logging.getLogger(__name__)
 
@@ -168,7 +169,9 @@ async def load_caller(
         )
     ]
     if execution_id is not None:
-        execution = await db.get(Execution, execution_id)
+        execution = await db.get(
+            Execution, execution_id, options=await by_agent(db, Execution, execution_id)
+        )
         agent = await db.get(Agent, execution.agent_id) if execution is not None else None
         if execution is None or agent is None:
             raise BadInputError(f"no execution {execution_id}", field="execution")

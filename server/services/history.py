@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, cast, column, func, insert, select
+from sqlalchemy import Integer, and_, bindparam, cast, column, func, insert, select
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import Grouping
@@ -42,6 +42,7 @@ from server.models.memory import EMBEDDING_DIM
 from server.services.agents import config_of, version_and_agent
 from server.services.history_kept import KeptEvent, kept_events
 from server.storage.built import built_once
+from server.storage.owners import agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +83,19 @@ class Prepared:
 def _turn_to_keep() -> Any:
     return (
         select(*(col(getattr(Turn, name)) for name in _TURN_FACTS), AgentVersion, Agent)
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(
+            AgentVersion,
+            and_(
+                col(AgentVersion.id) == col(Turn.agent_version_id),
+                col(AgentVersion.agent_id) == col(Turn.agent_id),
+            ),
+        )
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
+        .where(
+            col(Turn.id) == bindparam("turn"),
+            col(Turn.agent_id) == bindparam("agent"),
+            col(Turn.status) == "open",
+        )
     )
 
 
@@ -97,7 +108,8 @@ async def prepare_keep(
     turn is not open; a turn that keeps nothing (history off, a replay, no session, no
     kept event) has a :class:`Prepared` with nothing in it, which keeping needs no more
     statements to know."""
-    row = (await db.execute(_turn_to_keep(), {"turn": turn_id})).first()
+    agent_id = await agent_of(db, Turn, turn_id)
+    row = (await db.execute(_turn_to_keep(), {"turn": turn_id, "agent": agent_id})).first()
     if row is None:
         return None
     *facts, version, agent = row
@@ -234,7 +246,9 @@ async def _prepare(
     if turn.session_id is None or turn.replay_of_id is not None:
         return nothing
     if config is None:
-        config = config_of(*await version_and_agent(db, turn.agent_version_id))
+        config = config_of(
+            *await version_and_agent(db, turn.agent_version_id, agent_id=turn.agent_id)
+        )
     if config.history is None:
         return nothing
     kept = await kept_events(db, turn.id, config.history.index)

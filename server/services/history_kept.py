@@ -24,14 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.domain import history as rules
 from server.domain.history import ToolCall
-from server.models import Execution, TranscriptEvent
+from server.models import Execution, TranscriptEvent, Turn
 from server.storage.built import built_once
+from server.storage.owners import agent_of
 
 
 class _EventColumns(Protocol):
@@ -87,12 +88,25 @@ def _events_to_keep() -> Any:
             col(Execution.output).label("run_output"),
             col(Execution.error).label("run_error"),
             select(col(Execution.id))
-            .where(col(Execution.turn_id) == bindparam("turn"), col(Execution.kind) == "turn")
+            .where(
+                col(Execution.agent_id) == bindparam("agent"),
+                col(Execution.turn_id) == bindparam("turn"),
+                col(Execution.kind) == "turn",
+            )
             .scalar_subquery()
             .label("own"),
         )
-        .outerjoin(Execution, col(Execution.id) == col(TranscriptEvent.execution_id))
-        .where(col(TranscriptEvent.turn_id) == bindparam("turn"))
+        .outerjoin(
+            Execution,
+            and_(
+                col(Execution.id) == col(TranscriptEvent.execution_id),
+                col(Execution.agent_id) == bindparam("agent"),
+            ),
+        )
+        .where(
+            col(TranscriptEvent.agent_id) == bindparam("agent"),
+            col(TranscriptEvent.turn_id) == bindparam("turn"),
+        )
         .order_by(col(TranscriptEvent.sequence))
     )
 
@@ -110,7 +124,8 @@ async def kept_events(
 ) -> list[KeptEvent]:
     """The events of a turn's transcript that ``index`` keeps, in order (R60)."""
     # columns, not ORM rows: nothing here changes them
-    rows = (await db.execute(_events_to_keep(), {"turn": turn_id})).all()
+    agent_id = await agent_of(db, Turn, turn_id)
+    rows = (await db.execute(_events_to_keep(), {"turn": turn_id, "agent": agent_id})).all()
     events: Sequence[_EventColumns] = rows
     own = rows[0].own if rows else None
     linked = {e.execution_id for e in events if e.tool_call_id is not None}

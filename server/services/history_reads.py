@@ -30,10 +30,14 @@ class EventDetails:
     call: ToolCall | None = None  # the call a tool result answers
 
 
-async def events_by_id(db: AsyncSession, ids: set[uuid.UUID]) -> dict[uuid.UUID, HistoryEvent]:
+async def events_by_id(
+    db: AsyncSession, ids: set[uuid.UUID], *, agent_id: uuid.UUID | None = None
+) -> dict[uuid.UUID, HistoryEvent]:
+    """Kept events by id (of ``agent_id`` when the caller knows it)."""
     if not ids:
         return {}
-    rows = await db.scalars(select(HistoryEvent).where(col(HistoryEvent.id).in_(ids)))
+    of_agent = [] if agent_id is None else [col(HistoryEvent.agent_id) == agent_id]
+    rows = await db.scalars(select(HistoryEvent).where(col(HistoryEvent.id).in_(ids), *of_agent))
     return {r.id: r for r in rows.all()}
 
 
@@ -44,11 +48,12 @@ async def event_details(
     if not events:
         return {}
     ids = [e.id for e in events]
+    agents = sorted({e.agent_id for e in events})
     parts: dict[uuid.UUID, list[HistoryPart]] = defaultdict(list)
     for p in (
         await db.scalars(
             select(HistoryPart)
-            .where(col(HistoryPart.event_id).in_(ids))
+            .where(col(HistoryPart.agent_id).in_(agents), col(HistoryPart.event_id).in_(ids))
             .order_by(col(HistoryPart.event_id), col(HistoryPart.part))
         )
     ).all():
@@ -57,13 +62,14 @@ async def event_details(
     sources = (
         await db.scalars(
             select(TranscriptEvent).where(
+                col(TranscriptEvent.agent_id).in_(agents),
                 or_(
                     col(TranscriptEvent.id).in_([e.transcript_event_id for e in events]),
                     and_(
                         col(TranscriptEvent.turn_id).in_(answer_turns),
                         col(TranscriptEvent.type) == rules.AGENT_MESSAGE,
                     ),
-                )
+                ),
             )
         )
     ).all()

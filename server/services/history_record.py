@@ -47,6 +47,7 @@ from server.errors import BadInputError
 from server.models import Execution, TranscriptEvent
 from server.services.transcript import APPEND_RETURNING, appending
 from server.services.turn_scope import open_scope
+from server.storage.owners import of_agent
 
 MAX_EVENTS = 100
 MAX_TEXT = 100_000
@@ -99,7 +100,10 @@ async def record_events(
         e.tool_calls or e.tool_call_id is not None or e.tool_execution_id is not None
         for e in events
     )
-    so_far = await _so_far(db, turn_id) if with_calls else _SoFar(turn_id, {}, set())
+    agent_id = scope.turn.agent_id
+    so_far = (
+        await _so_far(db, turn_id, agent_id) if with_calls else _SoFar(turn_id, agent_id, {}, set())
+    )
     rows: list[dict[str, Any]] = []
     for i, event in enumerate(events):
         row = await _check_event(db, event, f"events[{i}]", so_far)
@@ -116,11 +120,12 @@ class _SoFar:
     checked adds to them."""
 
     turn_id: uuid.UUID
+    agent_id: uuid.UUID
     calls: dict[str, ToolCall]
     answered: set[str]
 
 
-async def _so_far(db: AsyncSession, turn_id: uuid.UUID) -> _SoFar:
+async def _so_far(db: AsyncSession, turn_id: uuid.UUID, agent_id: uuid.UUID) -> _SoFar:
     """The turn's calls and answers as its transcript holds them."""
     rows = (
         await db.execute(
@@ -131,6 +136,7 @@ async def _so_far(db: AsyncSession, turn_id: uuid.UUID) -> _SoFar:
                 col(TranscriptEvent.execution_id),
             )
             .where(
+                col(TranscriptEvent.agent_id) == agent_id,
                 col(TranscriptEvent.turn_id) == turn_id,
                 col(TranscriptEvent.type).in_(
                     (rules.AGENT_MESSAGE, rules.TOOL_RESULT, rules.TOOL_ERROR)
@@ -139,7 +145,7 @@ async def _so_far(db: AsyncSession, turn_id: uuid.UUID) -> _SoFar:
             .order_by(col(TranscriptEvent.sequence))
         )
     ).all()
-    so_far = _SoFar(turn_id, {}, set())
+    so_far = _SoFar(turn_id, agent_id, {}, set())
     for type_, call_id, payload, execution_id in rows:
         if type_ == rules.AGENT_MESSAGE:
             for raw in payload.get("toolCalls", []):
@@ -268,7 +274,9 @@ async def _check_result(
         return {**columns, "payload": {key: text}}
     if event.text is not None:
         raise _refused(f"{at}.text", "is taken from the native tool call; leave it out")
-    native = await db.get(Execution, event.tool_execution_id)
+    native = await db.get(
+        Execution, event.tool_execution_id, options=of_agent(Execution, so_far.agent_id)
+    )
     field = f"{at}.toolExecutionId"
     if native is None or native.turn_id != so_far.turn_id or native.kind != "tool":
         raise BadInputError(

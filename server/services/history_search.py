@@ -38,6 +38,7 @@ from server.services.history_reads import EventDetails, event_details, events_by
 from server.services.tools import CallRef, record_embed, record_retrieved, record_tool
 from server.services.turn_scope import TurnScope
 from server.storage.history_gate import history_condition
+from server.storage.owners import remember
 
 TOOL = "search_history"
 
@@ -188,6 +189,8 @@ async def _search(
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
     found = await ranked_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)
+    for _, event, _ in found:  # the answer's details are read by the event's id next
+        remember(db, event.id, event.agent_id)
     return [HistoryHit(event, part, score, None) for part, event, score in found]
 
 
@@ -209,10 +212,16 @@ async def _read_whole(
     return await _hits(db, found, [(e.id, None, None) for e in chosen])
 
 
-async def _parts(db: AsyncSession, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, HistoryPart]:
+async def _parts(
+    db: AsyncSession, ids: Sequence[uuid.UUID], *, agent_id: uuid.UUID
+) -> dict[uuid.UUID, HistoryPart]:
     if not ids:
         return {}
-    rows = await db.scalars(select(HistoryPart).where(col(HistoryPart.id).in_(ids)))
+    rows = await db.scalars(
+        select(HistoryPart).where(
+            col(HistoryPart.agent_id) == agent_id, col(HistoryPart.id).in_(ids)
+        )
+    )
     return {p.id: p for p in rows.all()}
 
 
@@ -228,10 +237,15 @@ async def _hits(
     return [HistoryHit(shown[e], part, score, details[e]) for e, part, score in found if e in shown]
 
 
-async def load_hits(db: AsyncSession, stored: Sequence[dict[str, Any]]) -> list[HistoryHit]:
-    """The hits of a stored search output (an idempotent replay reloads them)."""
-    events = await events_by_id(db, {uuid.UUID(h["eventId"]) for h in stored})
-    parts = await _parts(db, [uuid.UUID(h["partId"]) for h in stored if h["partId"]])
+async def load_hits(
+    db: AsyncSession, stored: Sequence[dict[str, Any]], *, agent_id: uuid.UUID
+) -> list[HistoryHit]:
+    """The hits of a stored search output of ``agent_id`` (an idempotent replay reloads
+    them)."""
+    events = await events_by_id(db, {uuid.UUID(h["eventId"]) for h in stored}, agent_id=agent_id)
+    parts = await _parts(
+        db, [uuid.UUID(h["partId"]) for h in stored if h["partId"]], agent_id=agent_id
+    )
     found = [
         (
             uuid.UUID(h["eventId"]),

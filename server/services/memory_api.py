@@ -16,17 +16,25 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from server.errors import ConflictError, NotFoundError
 from server.models import MemoryDeletion, MemoryRecord, MemoryVersion
 from server.services.memory_versions import VERSION_TEXT, next_version_number
+from server.storage.owners import by_agent, of_agent
 
 
 async def delete_record(
     db: AsyncSession, *, record_id: uuid.UUID, principal_id: uuid.UUID | None, caller: str
 ) -> MemoryRecord:
-    record = await db.get(MemoryRecord, record_id, with_for_update=True)
+    record = await db.get(
+        MemoryRecord,
+        record_id,
+        with_for_update=True,
+        options=await by_agent(db, MemoryRecord, record_id),
+    )
     if record is None or not record.committed:
         raise NotFoundError(f"no memory record with id {record_id}")
     if record.pending_turn_id is not None:
@@ -40,12 +48,14 @@ async def delete_record(
     )
     db.add(deletion)
     await db.flush()
-    current = await db.get(MemoryVersion, record.current_version_id)
+    current = await db.get(
+        MemoryVersion, record.current_version_id, options=of_agent(MemoryVersion, record.agent_id)
+    )
     assert current is not None
     version = MemoryVersion(
         record_id=record.id,
         agent_id=record.agent_id,
-        number=await next_version_number(db, record.id),
+        number=await next_version_number(db, record.id, agent_id=record.agent_id),
         status="DELETED",
         deletion_id=deletion.id,
         created_at=deletion.created_at,  # one time for the deletion (migration 0007)
@@ -53,7 +63,12 @@ async def delete_record(
     )
     db.add(version)
     await db.flush()
-    record.status = "DELETED"
-    record.current_version_id = version.id
-    await db.flush()
-    return record
+    deleted = await db.scalar(
+        update(MemoryRecord)
+        .where(col(MemoryRecord.id) == record.id, col(MemoryRecord.agent_id) == record.agent_id)
+        .values(status="DELETED", current_version_id=version.id)
+        .returning(MemoryRecord)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    assert deleted is not None
+    return deleted

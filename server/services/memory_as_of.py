@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -22,6 +22,7 @@ from server.models import Agent, AgentVersion, MemoryRecord, MemoryVersion, Turn
 from server.services.agents import config_of
 from server.services.reads import Page, RecordFilter, check_first, counter
 from server.storage.as_of import standing_condition, version_at
+from server.storage.owners import of_agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +44,13 @@ async def moment_of_turn(db: AsyncSession, *, agent_id: uuid.UUID, turn_id: uuid
     """The memory as turn ``turn_id`` could see it when it began: its session, the scopes
     its agent version reads, live or preview (R11, R13). A turn of another agent is
     answered as one that does not exist."""
-    turn = await db.get(Turn, turn_id)
+    # read with the agent named: the turn of another agent is not found (R10)
+    turn = await db.get(Turn, turn_id, options=of_agent(Turn, agent_id))
     if turn is None or turn.agent_id != agent_id:
         raise NotFoundError(f"no turn {turn_id} of this agent", field="asOf.turnId")
-    version = await db.get(AgentVersion, turn.agent_version_id)
+    version = await db.get(
+        AgentVersion, turn.agent_version_id, options=of_agent(AgentVersion, agent_id)
+    )
     agent = await db.get(Agent, agent_id)
     assert version is not None and agent is not None
     memory = config_of(version, agent).memory
@@ -65,7 +69,13 @@ def _listed(moment: Moment, filter: RecordFilter, *columns: Any) -> Select[Any]:
     stmt: Select[Any] = (
         select(*columns)
         .select_from(MemoryRecord)
-        .join(MemoryVersion, col(MemoryVersion.id) == version_at(moment.at))
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == version_at(moment.at, moment.reader.agent_id),
+                col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+            ),
+        )
         .where(standing_condition(moment.reader, moment.at))
     )
     if filter.status:

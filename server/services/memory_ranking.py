@@ -43,6 +43,7 @@ from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
 from server.storage.hybrid_run import scanned_rows
 from server.storage.nearest import Path
+from server.storage.owners import on_citus
 from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
 from server.storage.source import SearchSource
@@ -124,6 +125,7 @@ def _source(reader: Reader, where: ColumnElement[bool], *, filtered: bool) -> Se
         keywords=memory_postings(reader),
         # the postings know who may find a version, not its kind or labels
         bounded=not (filtered or reader.api),
+        agent=reader.agent_id,
     )
 
 
@@ -188,8 +190,20 @@ def _with_rows(shape: _Shape) -> Select[Any]:
     return (
         select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
         .select_from(top)
-        .join(MemoryVersion, col(MemoryVersion.id) == top.c.key)
-        .join(MemoryRecord, col(MemoryRecord.id) == col(MemoryVersion.record_id))
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == top.c.key,
+                col(MemoryVersion.agent_id) == bindparam("reader_agent"),
+            ),
+        )
+        .join(
+            MemoryRecord,
+            and_(
+                col(MemoryRecord.id) == col(MemoryVersion.record_id),
+                col(MemoryRecord.agent_id) == col(MemoryVersion.agent_id),
+            ),
+        )
         .options(defer(MemoryVersion.embedding), defer(MemoryVersion.search_tsv))
         .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
     )
@@ -258,7 +272,8 @@ async def ranked(
     if query.path is None and query.mode != "lexical":
         query = replace(query, path=await path_of(db, reader.agent_id))
     stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
-    await db.execute(generic_plan.GENERIC_PLAN)
+    if not on_citus(db):  # Citus cannot plan it generic (docs/scaling.md)
+        await db.execute(generic_plan.GENERIC_PLAN)
     rows = await scanned_rows(db, stmt, params)
     return [
         Found(

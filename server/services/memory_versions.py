@@ -22,7 +22,7 @@ from server.models import Execution, MemoryRecord, MemoryVersion
 from server.services.tools import CallRef
 from server.services.turn_scope import TurnScope
 from server.storage.gate import effective_status, record_condition
-from server.storage.rows import rows_changed
+from server.storage.owners import of_agent
 
 # what a status change's version keeps of the version it follows
 VERSION_TEXT = ("summary", "content", "kind", "labels", "embedding")
@@ -69,7 +69,11 @@ async def reach_record(
             )
         raise NotFoundError(f"no memory record {record_id} that this agent can reach")
     record, status = row
-    version = await db.get(MemoryVersion, version_in_force(scope.reader, record))
+    version = await db.get(
+        MemoryVersion,
+        version_in_force(scope.reader, record),
+        options=of_agent(MemoryVersion, record.agent_id),
+    )
     assert version is not None
     return record, version, status
 
@@ -124,18 +128,18 @@ async def change_status(
     replaced_by: uuid.UUID | None = None,
 ) -> MemoryItem:
     """Stage a status change of a record this turn may change (R12, R21, R22)."""
-    number = await next_version_number(db, record.id)
+    number = await next_version_number(db, record.id, agent_id=record.agent_id)
     new = new_version(
         scope, execution, ref, record=record, number=number, status=status, like=version
     )
     db.add(new)
     await db.flush()
     staged_here = record.pending_turn_id == scope.turn.id
-    changed = await rows_changed(
-        db,
+    changed: MemoryRecord | None = await db.scalar(
         update(MemoryRecord)
         .where(
             col(MemoryRecord.id) == record.id,
+            col(MemoryRecord.agent_id) == record.agent_id,
             col(MemoryRecord.status) == "ACTIVE",
             col(MemoryRecord.pending_turn_id) == scope.turn.id
             if staged_here
@@ -149,16 +153,20 @@ async def change_status(
             prior_status=record.prior_status if staged_here else record.status,
             prior_version_id=record.prior_version_id if staged_here else record.current_version_id,
         )
-        .execution_options(synchronize_session=False),
+        .returning(MemoryRecord)  # read back into ``record`` in the same statement
+        .execution_options(populate_existing=True, synchronize_session=False)
     )
-    if changed != 1:
+    if changed is None:
         raise ConflictError(f"memory record {record.id} was changed by another turn")
-    await db.refresh(record)
-    return MemoryItem(record=record, version=new)
+    return MemoryItem(record=changed, version=new)
 
 
-async def next_version_number(db: AsyncSession, record_id: uuid.UUID) -> int:
+async def next_version_number(
+    db: AsyncSession, record_id: uuid.UUID, *, agent_id: uuid.UUID
+) -> int:
     last = await db.scalar(
-        select(func.max(col(MemoryVersion.number))).where(col(MemoryVersion.record_id) == record_id)
+        select(func.max(col(MemoryVersion.number))).where(
+            col(MemoryVersion.agent_id) == agent_id, col(MemoryVersion.record_id) == record_id
+        )
     )
     return int(last or 0) + 1

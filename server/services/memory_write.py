@@ -18,6 +18,7 @@ from server.services.memory_versions import MemoryItem, change_status, new_versi
 from server.services.pins import check_pin_budget
 from server.services.tools import CallRef
 from server.services.turn_scope import TurnScope
+from server.storage.owners import remember
 
 
 def _scope_for(scope: TurnScope, requested: str | None) -> str:
@@ -139,6 +140,8 @@ async def write_record(
     )
     db.add_all([record, version])  # one flush: the record, then its version
     await db.flush()
+    remember(db, record.id, record.agent_id)
+    remember(db, version.id, record.agent_id)
     items = [MemoryItem(record=record, version=version)]
     if old is not None and (old[0].preview or not ts.turn.preview):
         items.append(

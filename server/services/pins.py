@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -52,7 +52,13 @@ async def pinned_entries(db: AsyncSession, *, reader: Reader) -> list[PinnedEntr
     rows = (
         await db.execute(
             select(col(MemoryRecord.id), col(MemoryVersion.id), col(MemoryVersion.summary))
-            .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
+            .join(
+                MemoryVersion,
+                and_(
+                    col(MemoryVersion.id) == version_in_force(reader),
+                    col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+                ),
+            )
             .where(
                 col(MemoryRecord.pinned).is_(True),
                 record_condition(reader, purpose=Purpose.SEARCH),
@@ -125,7 +131,13 @@ async def _reserved_pins(db: AsyncSession, reader: Reader) -> list[str]:
     r = MemoryRecord
     rows = await db.execute(
         select(col(r.id), col(MemoryVersion.summary))
-        .join(MemoryVersion, col(MemoryVersion.id) == col(r.current_version_id))
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == col(r.current_version_id),
+                col(MemoryVersion.agent_id) == col(r.agent_id),
+            ),
+        )
         .where(
             col(r.agent_id) == reader.agent_id,
             col(r.committed).is_(False),

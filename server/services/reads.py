@@ -92,7 +92,11 @@ async def list_records(
         stmt = stmt.where(col(MemoryRecord.preview).is_(filter.preview))
     if filter.kind or filter.labels:
         stmt = stmt.join(
-            MemoryVersion, col(MemoryVersion.id) == col(MemoryRecord.current_version_id)
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == col(MemoryRecord.current_version_id),
+                col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+            ),
         )
         if filter.kind:
             stmt = stmt.where(col(MemoryVersion.kind) == filter.kind)
@@ -276,7 +280,9 @@ async def turn_memories(
     Read as an API reader: what an open turn has staged is not shown until it
     commits (R12), and a rolled-back turn wrote nothing."""
     reader = Reader.for_api(agent_id=agent_id)
-    touched = select(col(MemoryVersion.record_id)).where(col(MemoryVersion.turn_id) == turn_id)
+    touched = select(col(MemoryVersion.record_id)).where(
+        col(MemoryVersion.agent_id) == agent_id, col(MemoryVersion.turn_id) == turn_id
+    )
     rows = await db.scalars(
         select(MemoryRecord)
         .where(

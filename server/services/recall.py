@@ -96,6 +96,7 @@ def _earlier_recall() -> Any:
     return (
         select(Execution)
         .where(
+            col(Execution.agent_id) == bindparam("agent"),  # its shard, on Citus
             col(Execution.parent_id) == bindparam("caller"),
             col(Execution.recall_digest) == bindparam("digest"),
         )
@@ -126,7 +127,10 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
     digest = version_set_digest(item.version.id for item in items)
     repeat: Execution | None = None
     if items:
-        repeat = await db.scalar(_earlier_recall(), {"caller": scope.caller.id, "digest": digest})
+        repeat = await db.scalar(
+            _earlier_recall(),
+            {"caller": scope.caller.id, "agent": scope.caller.agent_id, "digest": digest},
+        )
     if not items or repeat is not None:
         if tokens is not None:
             await record_embed(db, scope, scope.caller, embedder, tokens)

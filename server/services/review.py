@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,6 +30,7 @@ from server.domain import review as rules
 from server.embedding import Embedder
 from server.errors import BadInputError, ConflictError, DomainError, NotFoundError
 from server.models import Execution, Invocation, MemoryReview, MemoryVersion
+from server.models._columns import CHANGED_AT
 from server.services.review_memory import (
     Candidate,
     Similar,
@@ -46,6 +47,7 @@ from server.services.review_window import (
 )
 from server.services.transcript import end_execution, start_execution
 from server.services.turn_scope import TurnScope, ensure_memory_enabled, open_scope
+from server.storage.owners import agent_of, of_agent, remember
 
 REVIEW_TOOL = "memory_review"
 
@@ -82,10 +84,16 @@ async def begin_review(db: AsyncSession, *, turn_id: uuid.UUID) -> Begun:
     turn = scope.turn
     # reviews of one place take turns: the check and the insert below are one step
     await lock_place(db, scope)
-    existing = await db.scalar(select(MemoryReview).where(col(MemoryReview.turn_id) == turn.id))
+    existing = await db.scalar(
+        select(MemoryReview).where(
+            col(MemoryReview.agent_id) == turn.agent_id, col(MemoryReview.turn_id) == turn.id
+        )
+    )
     if existing is not None:
         entries = await conversation_since(db, scope, after=existing.after_number)
-        execution = await db.get(Execution, existing.execution_id)
+        execution = await db.get(
+            Execution, existing.execution_id, options=of_agent(Execution, turn.agent_id)
+        )
         return Begun(
             rules.Due(True, "this turn's review, started earlier"),
             existing.messages,
@@ -115,6 +123,7 @@ async def begin_review(db: AsyncSession, *, turn_id: uuid.UUID) -> Begun:
     )
     db.add(review)
     await db.flush()
+    remember(db, review.id, review.agent_id)
     return Begun(due, messages, review, execution, rules.instructions(scope.config.memory), entries)
 
 
@@ -158,7 +167,9 @@ async def apply_review(
     execution (R50). Each decision is ``{"candidate": {...}, "action": ..., "record_id":
     ...}``; one that cannot be applied refuses the whole set, naming it."""
     review, scope = await _open_review(db, review_id, lock=True)
-    execution = await db.get(Execution, review.execution_id)
+    execution = await db.get(
+        Execution, review.execution_id, options=of_agent(Execution, review.agent_id)
+    )
     assert execution is not None
     invocation = await _invocation(db, review, invocation_id)
     for i, d in enumerate(decisions):
@@ -178,8 +189,8 @@ async def apply_review(
     ended = await end_execution(db, execution, output=output)
     applied = await db.scalar(
         update(MemoryReview)
-        .where(col(MemoryReview.id) == review.id)
-        .values(status="applied", applied_at=func.clock_timestamp())  # the database's clock
+        .where(col(MemoryReview.id) == review.id, col(MemoryReview.agent_id) == review.agent_id)
+        .values(status="applied", applied_at=CHANGED_AT)  # the database's clock
         .returning(MemoryReview)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
@@ -204,7 +215,10 @@ def _candidates(
 async def _open_review(
     db: AsyncSession, review_id: uuid.UUID, *, lock: bool = False
 ) -> tuple[MemoryReview, TurnScope]:
-    stmt = select(MemoryReview).where(col(MemoryReview.id) == review_id)
+    agent_id = await agent_of(db, MemoryReview, review_id)
+    stmt = select(MemoryReview).where(
+        col(MemoryReview.id) == review_id, col(MemoryReview.agent_id) == agent_id
+    )
     review = await db.scalar(stmt.with_for_update() if lock else stmt)
     if review is None:
         raise NotFoundError(f"no memory review {review_id}", field="reviewId")
@@ -222,7 +236,9 @@ async def _invocation(
 ) -> Invocation:
     """The model call the decisions come from: named, or the review's latest (R25)."""
     stmt = select(Invocation).where(
-        col(Invocation.execution_id) == review.execution_id, col(Invocation.purpose) == "memory"
+        col(Invocation.agent_id) == review.agent_id,
+        col(Invocation.execution_id) == review.execution_id,
+        col(Invocation.purpose) == "memory",
     )
     if invocation_id is not None:
         found = await db.scalar(stmt.where(col(Invocation.id) == invocation_id))

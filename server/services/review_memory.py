@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, bindparam, cast, func, select, true
+from sqlalchemy import Float, and_, bindparam, cast, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import Grouping
@@ -120,7 +120,13 @@ def _similar(reader: Reader, count: int, k: int) -> Any:
             col(MemoryVersion.embedding).label("embedding"),
         )
         .select_from(MemoryRecord)
-        .join(MemoryVersion, col(MemoryVersion.id) == version_in_force(reader))
+        .join(
+            MemoryVersion,
+            and_(
+                col(MemoryVersion.id) == version_in_force(reader),
+                col(MemoryVersion.agent_id) == col(MemoryRecord.agent_id),
+            ),
+        )
         .where(
             record_condition(reader, purpose=Purpose.CHANGE),
             effective_status(reader) == "ACTIVE",
@@ -142,12 +148,13 @@ def _similar(reader: Reader, count: int, k: int) -> Any:
         .lateral("top")
     )
     record, version = aliased(MemoryRecord), aliased(MemoryVersion)
+    agent: Any = bindparam("agent", reader.agent_id)  # on Citus: every table on one shard
     return (
         select(queries.c.n, record, version, top.c.distance)
         .select_from(queries)
         .join(top, true())
-        .join(record, col(record.id) == top.c.record_id)
-        .join(version, col(version.id) == top.c.version_id)
+        .join(record, and_(col(record.id) == top.c.record_id, col(record.agent_id) == agent))
+        .join(version, and_(col(version.id) == top.c.version_id, col(version.agent_id) == agent))
         .order_by(queries.c.n, top.c.distance, top.c.seq.desc())
     )
 

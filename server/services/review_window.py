@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -30,7 +30,7 @@ async def refuse_concurrent(db: AsyncSession, scope: TurnScope) -> None:
     turn = scope.turn
     other = await db.scalar(
         select(col(MemoryReview.turn_id))
-        .join(Turn, col(Turn.id) == col(MemoryReview.turn_id))
+        .join(Turn, _review_turn())
         .where(*_same_place(scope), col(Turn.status) == "open", col(Turn.id) != turn.id)
         .limit(1)
     )
@@ -43,9 +43,18 @@ async def refuse_concurrent(db: AsyncSession, scope: TurnScope) -> None:
 
 def _same_place(scope: TurnScope) -> list[Any]:
     turn = scope.turn
-    if turn.session_id is not None:
-        return [col(MemoryReview.session_id) == turn.session_id]
-    return [col(MemoryReview.agent_id) == turn.agent_id, col(MemoryReview.session_id).is_(None)]
+    place = col(MemoryReview.session_id)
+    return [
+        col(MemoryReview.agent_id) == turn.agent_id,
+        place == turn.session_id if turn.session_id is not None else place.is_(None),
+    ]
+
+
+def _review_turn() -> ColumnElement[bool]:
+    """A review's turn (of its agent: on Citus, in the same shard)."""
+    return and_(
+        col(Turn.id) == col(MemoryReview.turn_id), col(Turn.agent_id) == col(MemoryReview.agent_id)
+    )
 
 
 async def watermark(db: AsyncSession, scope: TurnScope) -> int:
@@ -63,9 +72,7 @@ async def watermark(db: AsyncSession, scope: TurnScope) -> int:
     if not turn.preview:
         conds.append(col(MemoryReview.preview).is_(False))
     found = await db.scalar(
-        select(func.max(col(MemoryReview.through_number)))
-        .join(Turn, col(Turn.id) == col(MemoryReview.turn_id))
-        .where(*conds)
+        select(func.max(col(MemoryReview.through_number))).join(Turn, _review_turn()).where(*conds)
     )
     return int(found or 0)
 
@@ -82,6 +89,7 @@ async def conversation_since(
         else col(Turn.agent_id) == turn.agent_id
     )
     conds = [
+        col(Turn.agent_id) == turn.agent_id,
         place,
         col(Turn.status) == "committed",
         col(Turn.replay_of_id).is_(None),

@@ -24,6 +24,7 @@ from sqlmodel import col
 from server.models import MemoryVersion, table
 from server.storage.built import built_once
 from server.storage.nearest import Path, fits_bits
+from server.storage.owners import on_citus
 
 REMEMBERED = 60.0
 AGENTS = 10_000
@@ -39,7 +40,12 @@ def _probe() -> Select[Any]:
 
 
 async def path_of(db: AsyncSession, agent_id: uuid.UUID) -> Path:
-    """The path of a search of ``agent_id``'s memory: asked, or remembered."""
+    """The path of a search of ``agent_id``'s memory: asked, or remembered. On Citus,
+    always ``bits``: the index path reads the HNSW index of a whole shard under a
+    filter, which Citus cannot send to the agent's shard as one task, where the bits
+    of an agent's versions are one range of an index on it (docs/scaling.md)."""
+    if on_citus(db):
+        return "bits"
     now = time.monotonic()
     known = _known.get(agent_id)
     if known is not None and now - known[1] < REMEMBERED:

@@ -27,7 +27,7 @@ def _publishing() -> Any:
     changed = col(MemoryRecord.pending_turn_id) == bindparam("turn")
     return (
         update(MemoryRecord)
-        .where(or_(wrote, changed))
+        .where(col(MemoryRecord.agent_id) == bindparam("agent"), or_(wrote, changed))
         .values(
             committed=case((wrote, true()), else_=col(MemoryRecord.committed)),
             **{
@@ -39,17 +39,17 @@ def _publishing() -> Any:
     )
 
 
-async def publish_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
+async def publish_staged(db: AsyncSession, *, turn_id: uuid.UUID, agent_id: uuid.UUID) -> None:
     """Commit the records the turn wrote and release those it changed (R12)."""
-    await db.execute(_publishing(), {"turn": turn_id})
+    await db.execute(_publishing(), {"turn": turn_id, "agent": agent_id})
 
 
-async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
+async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID, agent_id: uuid.UUID) -> None:
     """Undo what an open turn staged: restore changed records, remove new rows (R12)."""
     changed = col(MemoryRecord.pending_turn_id) == turn_id
     await db.execute(
         update(MemoryRecord)
-        .where(changed)
+        .where(col(MemoryRecord.agent_id) == agent_id, changed)
         .values(
             status=MemoryRecord.prior_status,
             current_version_id=MemoryRecord.prior_version_id,
@@ -57,9 +57,15 @@ async def discard_staged(db: AsyncSession, *, turn_id: uuid.UUID) -> None:
             **dict.fromkeys(_STAGING),
         )
     )
-    await db.execute(delete(MemoryVersion).where(col(MemoryVersion.turn_id) == turn_id))
+    await db.execute(
+        delete(MemoryVersion).where(
+            col(MemoryVersion.agent_id) == agent_id, col(MemoryVersion.turn_id) == turn_id
+        )
+    )
     await db.execute(
         delete(MemoryRecord).where(
-            col(MemoryRecord.turn_id) == turn_id, col(MemoryRecord.committed).is_(False)
+            col(MemoryRecord.agent_id) == agent_id,
+            col(MemoryRecord.turn_id) == turn_id,
+            col(MemoryRecord.committed).is_(False),
         )
     )

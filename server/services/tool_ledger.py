@@ -49,7 +49,9 @@ from sqlalchemy.orm import aliased
 from sqlalchemy.sql.dml import Insert, Update
 
 from server.models import Execution, Invocation, OutputUse, TranscriptEvent, Turn, table
+from server.models._columns import CHANGED_AT
 from server.storage.built import built_once
+from server.storage.owners import remember
 
 _OPEN = "agent_memory.ledgers"  # where a session keeps its calls' open ledgers
 
@@ -124,6 +126,7 @@ async def close_call(
         )
     ended: Execution | None = await db.scalar(_closing(how), params)
     assert ended is not None
+    remember(db, ended.id, ended.agent_id)  # the call's answer names it
     return ended
 
 
@@ -140,12 +143,18 @@ def _params(ledger: Ledger, turn_id: uuid.UUID, agent_id: uuid.UUID) -> dict[str
         "agent": agent_id,
         "execution": ledger.execution.id,
         "count": len(ledger.events),
+        # the rows' ids made here: no volatile function in the statement, which Citus
+        # would refuse (docs/scaling.md)
         "events": [
-            {**e, "execution_id": str(e["execution_id"]) if e.get("execution_id") else None}
+            {
+                **e,
+                "id": str(uuid.uuid4()),
+                "execution_id": str(e["execution_id"]) if e.get("execution_id") else None,
+            }
             for e in ledger.events
         ],
         "invocations": ledger.invocations,
-        "uses": ledger.uses,
+        "uses": [{**u, "id": str(uuid.uuid4())} for u in ledger.uses],
     }
 
 
@@ -173,7 +182,7 @@ def _closing(how: How) -> Any:
     turns = table(Turn)
     allocated = (
         update(turns)
-        .where(turns.c.id == turn, count > literal_column("0"))
+        .where(turns.c.id == turn, turns.c.agent_id == agent, count > literal_column("0"))
         .values(event_seq=turns.c.event_seq + count)
         .returning(turns.c.event_seq)
         .cte("allocated")
@@ -192,7 +201,7 @@ def _closing(how: How) -> Any:
             "tool_call_id",
         ],
         select(
-            func.gen_random_uuid(),
+            cast(event.c.value["id"].astext, uid),
             agent,
             turn,
             cast(event.c.value["execution_id"].astext, uid),
@@ -230,7 +239,7 @@ def _closing(how: How) -> Any:
     uses = insert(table(OutputUse)).from_select(
         ["id", "agent_id", "execution_id", "kind", "memory_version_id", "history_part_id", "rank"],
         select(
-            func.gen_random_uuid(),
+            cast(use.c.value["id"].astext, uid),
             agent,
             execution_id,
             literal_column("'RETRIEVED'"),
@@ -251,7 +260,7 @@ def _closing(how: How) -> Any:
         "status": bindparam("call_status", type_=String()),
         "output": bindparam("call_output", type_=json),
         "error": bindparam("call_error", type_=String()),
-        "ended_at": func.clock_timestamp(),
+        "ended_at": CHANGED_AT,  # the database's clock
     }
     written: Insert | Update
     if how == "insert":
@@ -268,10 +277,16 @@ def _closing(how: How) -> Any:
             **ends,
         )
     else:
-        written = update(executions).where(executions.c.id == execution_id).values(**ends)
+        written = (
+            update(executions)
+            .where(executions.c.id == execution_id, executions.c.agent_id == agent)
+            .values(**ends)
+        )
     ended = written.returning(*executions.c).cte("ended")
     return (
         select(aliased(Execution, ended, adapt_on_names=True))
-        .add_cte(*writes)
+        # the execution first: on Citus each write runs as a statement of its own, in
+        # this order, and the other rows' foreign keys name the execution
+        .add_cte(ended, *writes)
         .execution_options(populate_existing=True)
     )

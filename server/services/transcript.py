@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.models import Execution, TranscriptEvent, Turn, table
+from server.models._columns import CHANGED_AT
 from server.storage.built import built_once
+from server.storage.owners import remember
 
 AS_WRITTEN = {"dml_strategy": "orm"}
 """Execution options of an ORM INSERT or UPDATE built once and run with parameters:
@@ -50,9 +52,10 @@ def _append() -> Any:
     events = table(TranscriptEvent)
     count = bindparam("count", type_=Integer)
     turn_id = bindparam("turn", type_=events.c.turn_id.type)
+    agent_id = bindparam("agent", type_=events.c.agent_id.type)
     allocated = (
         update(Turn)
-        .where(col(Turn.id) == turn_id)
+        .where(col(Turn.id) == turn_id, col(Turn.agent_id) == agent_id)
         .values(event_seq=Turn.event_seq + count)
         .returning(col(Turn.event_seq))
         .cte("allocated")
@@ -79,7 +82,7 @@ def _append() -> Any:
             ],
             select(
                 func.gen_random_uuid(),
-                bindparam("agent", type_=events.c.agent_id.type),
+                agent_id,
                 turn_id,
                 cast(value["execution_id"].astext, events.c.execution_id.type),
                 allocated.c.event_seq - count + event.c.n,
@@ -133,6 +136,7 @@ async def start_execution(
         values["input"] = input
     execution: Execution | None = await db.scalar(_start(), values)
     assert execution is not None
+    remember(db, execution.id, execution.agent_id)
     return execution
 
 
@@ -156,8 +160,8 @@ async def _end(db: AsyncSession, execution: Execution, **values: Any) -> Executi
     the transcript), and read back into ``execution`` in the same statement."""
     ended = await db.scalar(
         update(Execution)
-        .where(col(Execution.id) == execution.id)
-        .values(**values, ended_at=func.clock_timestamp())
+        .where(col(Execution.id) == execution.id, col(Execution.agent_id) == execution.agent_id)
+        .values(**values, ended_at=CHANGED_AT)
         .returning(Execution)
         .execution_options(populate_existing=True, synchronize_session=False)
     )

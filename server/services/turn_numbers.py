@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from server.errors import BadInputError, ConflictError, NotFoundError
-from server.models import Agent, Session, Turn
+from server.models import Agent, Session, Turn, table
 from server.services.transcript import AS_WRITTEN
 from server.storage.built import built_once
 
@@ -35,14 +35,18 @@ async def turn_number(
     for ref, what in ((replay_of, "replayOf"), (retry_of, "retryOf")):
         if ref is None:
             continue
-        original = await db.scalar(select(Turn).where(col(Turn.id) == ref, same_place))
+        original = await db.scalar(
+            select(Turn).where(col(Turn.agent_id) == agent.id, col(Turn.id) == ref, same_place)
+        )
         if original is None:
             raise NotFoundError(f"no turn {ref} in this session", field=what)
         if what == "retryOf":
             if original.status != "failed":
                 raise ConflictError("only a failed turn can be retried", field=what)
             retried = await db.scalar(
-                select(col(Turn.id)).where(col(Turn.retry_of_id) == original.id)
+                select(col(Turn.id)).where(
+                    col(Turn.agent_id) == agent.id, col(Turn.retry_of_id) == original.id
+                )
             )
             if retried is not None:
                 raise ConflictError("this attempt was already retried", field=what)
@@ -55,18 +59,41 @@ async def turn_number(
     raise AssertionError("unreachable: a replay or a retry was named")
 
 
+# a new turn's values, all given but its number
+_GIVEN = (
+    "id",
+    "agent_id",
+    "session_id",
+    "agent_version_id",
+    "attempt",
+    "status",
+    "preview",
+    "replay_of_id",
+    "retry_of_id",
+)
+
+
 @built_once
 def next_turn_statement(*, in_session: bool) -> Any:
     """A new turn, numbered the next after the last of its place (its session, or its
-    agent: the column equal to the ``place`` parameter), returned."""
+    agent: the column equal to the ``place`` parameter), returned. An INSERT of a SELECT
+    over the agent's turns: Citus takes no subquery in an INSERT's VALUES."""
     place = col(Turn.session_id) if in_session else col(Turn.agent_id)
+    columns = table(Turn).c
     last = func.coalesce(func.max(col(Turn.number)), 0)
-    number = (
-        select(last + 1)
-        .where(place == bindparam("place"), col(Turn.replay_of_id).is_(None))
-        .scalar_subquery()
+    numbered = select(
+        *(bindparam(name, type_=columns[name].type) for name in _GIVEN), last + 1
+    ).where(
+        col(Turn.agent_id) == bindparam("agent_id"),
+        place == bindparam("place"),
+        col(Turn.replay_of_id).is_(None),
     )
-    return insert(Turn).values(number=number).returning(Turn).execution_options(**AS_WRITTEN)
+    return (
+        insert(Turn)
+        .from_select([*_GIVEN, "number"], numbered)
+        .returning(Turn)
+        .execution_options(**AS_WRITTEN)
+    )
 
 
 @built_once

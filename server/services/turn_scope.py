@@ -18,6 +18,7 @@ from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoun
 from server.models import Agent, AgentVersion, Execution, Turn
 from server.services.agents import config_of
 from server.storage.built import built_once
+from server.storage.owners import agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +57,16 @@ async def open_turn(db: AsyncSession, *, turn_id: uuid.UUID, exclusive: bool = F
     written to a turn after it closed. ``exclusive``: ``FOR UPDATE`` instead, one such
     call of the turn at a time (read fresh).
     """
-    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id})).first()
+    agent_id = await agent_of(db, Turn, turn_id)
+    row = (await db.execute(_open_turn(exclusive), {"turn": turn_id, "agent": agent_id})).first()
     return _still_open(row[0] if row else None, turn_id)
 
 
 def _holding(stmt: Any, *, exclusive: bool) -> Any:
-    """``stmt`` (which reads the turn) for the one turn (parameter ``turn``), locked as
-    :func:`open_turn` says."""
+    """``stmt`` (which reads the turn) for the one turn (parameters ``turn`` and its
+    ``agent``), locked as :func:`open_turn` says."""
     return (
-        stmt.where(col(Turn.id) == bindparam("turn"))
+        stmt.where(col(Turn.id) == bindparam("turn"), col(Turn.agent_id) == bindparam("agent"))
         .with_for_update(of=Turn, read=not exclusive, key_share=not exclusive)
         .execution_options(populate_existing=exclusive)
     )
@@ -87,9 +89,19 @@ def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> 
         caller_of = and_(col(Execution.turn_id) == col(Turn.id), col(Execution.kind) == "turn")
     stmt = (
         select(Turn, AgentVersion, Agent, Execution, func.clock_timestamp())
-        .join(AgentVersion, col(AgentVersion.id) == col(Turn.agent_version_id))
+        .join(
+            AgentVersion,
+            and_(
+                col(AgentVersion.id) == col(Turn.agent_version_id),
+                col(AgentVersion.agent_id) == bindparam("agent"),
+            ),
+        )
         .join(Agent, col(Agent.id) == col(AgentVersion.agent_id))
-        .join(Execution, caller_of, isouter=not hold_caller)
+        .join(
+            Execution,
+            and_(caller_of, col(Execution.agent_id) == bindparam("agent")),
+            isouter=not hold_caller,
+        )
     )
     held = _holding(stmt, exclusive=exclusive)
     return held.suffix_with("FOR NO KEY UPDATE OF executions") if hold_caller else held
@@ -97,10 +109,13 @@ def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> 
 
 @built_once
 def _holding_caller() -> Any:
-    """The caller's row (parameter ``caller``) locked as ``hold_caller`` locks it."""
+    """The caller's row (parameters ``caller`` and its ``agent``) locked as
+    ``hold_caller`` locks it."""
     return (
         select(col(Execution.id))
-        .where(col(Execution.id) == bindparam("caller"))
+        .where(
+            col(Execution.id) == bindparam("caller"), col(Execution.agent_id) == bindparam("agent")
+        )
         .with_for_update(key_share=True)
     )
 
@@ -126,13 +141,18 @@ async def open_scope(
     statement. ``hold_caller``: the caller's row is locked until the transaction ends
     (one call of the conversation at a time: a recall, R42)."""
     by_caller = caller_execution_id is not None
-    params = {"turn": turn_id, "caller": caller_execution_id} if by_caller else {"turn": turn_id}
+    agent_id = await agent_of(db, Turn, turn_id)
+    params = {"turn": turn_id, "agent": agent_id}
+    if by_caller:
+        params["caller"] = caller_execution_id
     row = (await db.execute(_open_scope(by_caller, exclusive, hold_caller), params)).first()
     if row is None and hold_caller:  # what is missing, said as without the lock
         scope = await open_scope(
             db, turn_id=turn_id, caller_execution_id=caller_execution_id, exclusive=exclusive
         )
-        await db.execute(_holding_caller(), {"caller": scope.caller.id})
+        await db.execute(
+            _holding_caller(), {"caller": scope.caller.id, "agent": scope.caller.agent_id}
+        )
         return scope
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None

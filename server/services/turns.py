@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal_column, select, update
+from sqlalchemy import bindparam, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -33,6 +33,7 @@ from server.models import (
     Turn,
     table,
 )
+from server.models._columns import CHANGED_AT
 from server.services.agents import config_of, latest_version, session_to_begin
 from server.services.lookup import get
 from server.services.pins import PinnedEntry, pinned_list
@@ -46,6 +47,7 @@ from server.services.turn_numbers import (
 from server.services.turn_scope import open_scope, open_turn, reader_for
 from server.storage.built import built_once
 from server.storage.history_gate import history_condition
+from server.storage.owners import agent_of, remember
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,7 @@ async def begin_turn(
         stmt = numbered_turn_statement()
     turn: Turn | None = await db.scalar(stmt, values)  # no unit of work
     assert turn is not None
+    remember(db, turn.id, turn.agent_id)
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
     config = config_of(version, agent)
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
@@ -183,13 +186,19 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
     UPDATE: a tool call holds it FOR KEY SHARE until its write lands, which a plain
     update would not wait for), closes it and ends its running executions; of two
     closers the second finds it no longer open, and ends nothing."""
+    agent_id = await agent_of(db, Turn, turn_id)
     closed: Turn | None = await db.scalar(
         _closing(status == "committed"),
-        {"turn": turn_id, "to_status": status, "to_error": error, "at": datetime.now(UTC)},
+        {
+            "turn": turn_id,
+            "agent": agent_id,
+            "to_status": status,
+            "to_error": error,
+            "at": datetime.now(UTC),
+        },
     )
     if closed is None:
-        turn = await get(db, Turn, turn_id)
-        await db.refresh(turn)
+        turn = await get(db, Turn, turn_id, fresh=True)
         raise ConflictError(f"turn {turn_id} is {turn.status}, not open")
     return closed
 
@@ -199,7 +208,11 @@ async def _close(db: AsyncSession, turn_id: uuid.UUID, status: str, error: str |
 def _closing(succeeded: bool) -> Any:
     locked = (
         select(col(Turn.id))
-        .where(col(Turn.id) == bindparam("turn"), col(Turn.status) == "open")
+        .where(
+            col(Turn.id) == bindparam("turn"),
+            col(Turn.agent_id) == bindparam("agent"),
+            col(Turn.status) == "open",
+        )
         .with_for_update()
         .cte("locked")
     )
@@ -207,18 +220,19 @@ def _closing(succeeded: bool) -> Any:
     ending = (
         update(executions)
         .where(
+            executions.c.agent_id == bindparam("agent"),
             executions.c.turn_id.in_(select(locked.c.id)),
             executions.c.status == literal_column("'running'"),
         )
         .values(
             status=literal_column("'succeeded'" if succeeded else "'failed'"),
-            ended_at=func.clock_timestamp(),
+            ended_at=CHANGED_AT,
         )
         .cte("ending")
     )
     return (
         update(Turn)
-        .where(col(Turn.id).in_(select(locked.c.id)))
+        .where(col(Turn.id).in_(select(locked.c.id)), col(Turn.agent_id) == bindparam("agent"))
         .values(
             status=bindparam("to_status"), error=bindparam("to_error"), ended_at=bindparam("at")
         )
@@ -231,13 +245,13 @@ def _closing(succeeded: bool) -> Any:
 async def commit_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     """Publish the turn's staged memory (R12)."""
     turn = await _close(db, turn_id, "committed", None)
-    await publish_staged(db, turn_id=turn_id)
+    await publish_staged(db, turn_id=turn_id, agent_id=turn.agent_id)
     return turn
 
 
 async def rollback_turn(db: AsyncSession, *, turn_id: uuid.UUID) -> Turn:
     turn = await _close(db, turn_id, "rolled_back", None)
-    await discard_staged(db, turn_id=turn_id)
+    await discard_staged(db, turn_id=turn_id, agent_id=turn.agent_id)
     return turn
 
 
@@ -246,7 +260,7 @@ async def fail_turn(db: AsyncSession, *, turn_id: uuid.UUID, error: str | None) 
     if error is not None and len(error) > 10_000:
         raise BadInputError("error must be at most 10000 characters", field="error")
     turn = await _close(db, turn_id, "failed", error)
-    await discard_staged(db, turn_id=turn_id)
+    await discard_staged(db, turn_id=turn_id, agent_id=turn.agent_id)
     return turn
 
 

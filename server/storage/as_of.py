@@ -35,30 +35,35 @@ def _naming_record() -> Any:
     return aliased(MemoryRecord, name="naming_record_then")
 
 
-def in_force_by(v: Any, at: Any) -> ColumnElement[bool]:
-    """The version came into force by ``at``: its turn committed, or its deletion through
-    the API was made, by then."""
+def in_force_by(v: Any, at: Any, agent: Any) -> ColumnElement[bool]:
+    """The version (of ``agent``) came into force by ``at``: its turn committed, or its
+    deletion through the API was made, by then. Every table named with the agent: on
+    Citus, its shard alone."""
     by_turn = exists(
         select(literal(1)).where(
             col(Turn.id) == v.turn_id,
+            col(Turn.agent_id) == agent,
             col(Turn.status) == "committed",
             col(Turn.ended_at) <= at,
         )
     )
     by_deletion = exists(
         select(literal(1)).where(
-            col(MemoryDeletion.id) == v.deletion_id, col(MemoryDeletion.created_at) <= at
+            col(MemoryDeletion.id) == v.deletion_id,
+            col(MemoryDeletion.agent_id) == agent,
+            col(MemoryDeletion.created_at) <= at,
         )
     )
     return or_(by_turn, by_deletion)
 
 
-def version_at(at: Any, r: Any = MemoryRecord) -> Any:
-    """The id of ``r``'s newest version in force by ``at``; NULL before it existed."""
+def version_at(at: Any, agent: Any, r: Any = MemoryRecord) -> Any:
+    """The id of ``r``'s (a record of ``agent``) newest version in force by ``at``; NULL
+    before it existed."""
     v = _standing_version()
     return (
         select(v.id)
-        .where(v.record_id == r.id, in_force_by(v, at))
+        .where(v.record_id == r.id, v.agent_id == agent, in_force_by(v, at, agent))
         .order_by(v.number.desc())
         .limit(1)
         .scalar_subquery()
@@ -79,7 +84,7 @@ def standing_condition(reader: Reader, at: Any, r: Any = MemoryRecord) -> Column
                             p.replaces_id == r.id,
                             p.preview.is_(True),
                             p.agent_id == reader.agent_id,
-                            version_at(at, p).is_not(None),
+                            version_at(at, reader.agent_id, p).is_not(None),
                         )
                     )
                 )

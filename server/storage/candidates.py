@@ -152,7 +152,7 @@ class Candidates:
             rows = (
                 select(top.c.key, top.c.created_at, top.c.lexical, lcosine.label("lcosine"))
                 .select_from(top)
-                .join(source.from_, source.key == top.c.key)
+                .join(source.from_, source.by_key(top.c.key))
             )
         near = rows.subquery("lnear")
         return select(

@@ -30,6 +30,7 @@ from sqlalchemy import (
     Select,
     Text,
     Uuid,
+    and_,
     bindparam,
     case,
     extract,
@@ -83,6 +84,7 @@ def source(reader: HistoryReader) -> SearchSource:
         where=history_condition(reader),
         keywords=history_postings(reader),
         bounded=True,
+        agent=reader.agent_id,
     )
 
 
@@ -131,7 +133,9 @@ def context_statement(shape: ContextShape) -> Select[Any]:
     # the same terms and weights as the candidates
     weight = func.coalesce(found.keyword_score(text, table(HistoryPart).c.id), _ZERO)
     seed = aliased(HistoryPart, name="seed")
-    turns = select(col(seed.turn_number)).where(col(seed.id).in_(select(seeds.c.key)))
+    turns = select(col(seed.turn_number)).where(
+        col(seed.agent_id) == reader.agent_id, col(seed.id).in_(select(seeds.c.key))
+    )
     scored = (
         select(
             col(HistoryPart.id).label("key"),
@@ -143,7 +147,13 @@ def context_statement(shape: ContextShape) -> Select[Any]:
             weight.label("lexical"),
         )
         .select_from(HistoryPart)
-        .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
+        .join(
+            HistoryEvent,
+            and_(
+                col(HistoryEvent.id) == col(HistoryPart.event_id),
+                col(HistoryEvent.agent_id) == col(HistoryPart.agent_id),
+            ),
+        )
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         # OFFSET 0: each part's cosine and keyword weight computed here, once, so that the
         # windows above sort those numbers, not the parts' vectors they are computed from
@@ -208,11 +218,21 @@ def context_rows(shape: ContextShape) -> Select[Any]:
     """:func:`context_statement` with each part and its event: rows ``(part, event,
     score)``, best first (no vectors: parsing them costs more than the query)."""
     top = context_statement(shape).subquery("top")
+    agent = _reader(shape).agent_id  # every table on the reader's agent's shard (Citus)
     return (
         select(HistoryPart, HistoryEvent, top.c.score)
         .select_from(top)
-        .join(HistoryPart, col(HistoryPart.id) == top.c.key)
-        .join(HistoryEvent, col(HistoryEvent.id) == col(HistoryPart.event_id))
+        .join(
+            HistoryPart,
+            and_(col(HistoryPart.id) == top.c.key, col(HistoryPart.agent_id) == agent),
+        )
+        .join(
+            HistoryEvent,
+            and_(
+                col(HistoryEvent.id) == col(HistoryPart.event_id),
+                col(HistoryEvent.agent_id) == agent,
+            ),
+        )
         .options(defer(HistoryPart.embedding), defer(HistoryPart.search_tsv))
         .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
     )

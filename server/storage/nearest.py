@@ -194,7 +194,7 @@ def _by_bits(
     value = distance(source.embedding, vector).label("distance")
     return (
         select(*_row(source, value))
-        .select_from(source.from_.join(first, source.key == first.c.key))
+        .select_from(source.from_.join(first, source.by_key(first.c.key)))
         .order_by(value)
         .limit(cut)
     )

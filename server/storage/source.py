@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table
+from sqlalchemy import ColumnElement, Select, Table, and_
 
 from server.models import HistoryPart, MemoryVersion, table
 from server.storage import bm25
@@ -31,7 +31,10 @@ class SearchSource:
     of the rows' BM25 postings (a keyword search needs it); ``bounded``: its ranges admit
     exactly the rows ``where`` admits, so the keyword candidates come from the postings
     (:func:`server.storage.bm25.bounded`) rather than from every full-text match under
-    ``where``.
+    ``where``. ``owner`` (optional): the condition that names the rows' agent (the
+    reader's); a statement that reads rows again by key adds it, so that on Citus every
+    table it reads names the agent and it runs on that agent's shard alone
+    (docs/scaling.md).
     """
 
     from_: Table
@@ -44,6 +47,12 @@ class SearchSource:
     probe: Select[Any] | None = None
     keywords: bm25.Postings | None = None
     bounded: bool = False
+    owner: ColumnElement[bool] | None = None
+
+    def by_key(self, key: ColumnElement[Any]) -> ColumnElement[bool]:
+        """The join condition of this source's row of ``key``, with :attr:`owner`."""
+        on = self.key == key
+        return on if self.owner is None else and_(on, self.owner)
 
     @classmethod
     def of(
@@ -54,9 +63,11 @@ class SearchSource:
         probe: Select[Any] | None = None,
         keywords: bm25.Postings | None = None,
         bounded: bool = False,
+        agent: Any = None,
     ) -> SearchSource:
         """The rows of a searchable model's table: its ``id``, ``embedding``,
-        ``embedding_bits``, ``search_tsv`` and ``created_at`` columns."""
+        ``embedding_bits``, ``search_tsv`` and ``created_at`` columns; ``agent``: the
+        reader's agent (:attr:`owner`)."""
         rows = table(model)
         return cls(
             from_=rows,
@@ -69,6 +80,7 @@ class SearchSource:
             probe=probe,
             keywords=keywords,
             bounded=bounded,
+            owner=None if agent is None else rows.c.agent_id == agent,
         )
 
 

@@ -21,6 +21,7 @@ from server.domain import bm25
 from server.domain.visibility import Reader
 from server.services import memory_ranking
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user
+from tests.api.plans import names, node_plan
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
 
@@ -205,7 +206,7 @@ async def test_r41_each_posting_holds_the_bm25_impact_of_its_term(api: Api) -> N
         api,
         "SELECT p.term, p.impact, u.tf, (SELECT sum(coalesce(array_length(x.positions, 1), 1))"
         " FROM unnest(v.search_tsv) x)::int FROM memory_postings p"
-        " JOIN memory_versions v ON v.id = p.version_id,"
+        " JOIN memory_versions v ON v.id = p.version_id AND v.agent_id = p.agent_id,"
         " LATERAL (SELECT coalesce(array_length(positions, 1), 1) AS tf FROM unnest(v.search_tsv)"
         " WHERE lexeme = p.term) u WHERE p.agent_id = :a",
         a=agent_id,
@@ -256,7 +257,8 @@ async def test_r62_history_postings_and_statistics_follow_kept_parts(api: Api) -
     assert ("kept", False) not in stats
     postings = await _rows(
         api,
-        "SELECT count(*) FROM history_postings p JOIN history_parts h ON h.id = p.part_id"
+        "SELECT count(*) FROM history_postings p"
+        " JOIN history_parts h ON h.id = p.part_id AND h.agent_id = p.agent_id"
         " WHERE h.session_id = :s",
         s=session,
     )
@@ -270,7 +272,7 @@ async def test_r62_history_postings_and_statistics_follow_kept_parts(api: Api) -
         api,
         "SELECT p.impact, u.tf, (SELECT sum(coalesce(array_length(x.positions, 1), 1))"
         " FROM unnest(h.search_tsv) x)::int FROM history_postings p"
-        " JOIN history_parts h ON h.id = p.part_id,"
+        " JOIN history_parts h ON h.id = p.part_id AND h.agent_id = p.agent_id,"
         " LATERAL (SELECT coalesce(array_length(positions, 1), 1) AS tf FROM unnest(h.search_tsv)"
         " WHERE lexeme = p.term) u WHERE h.session_id = :s",
         s=session,
@@ -347,13 +349,13 @@ async def _plan(api: Api, reader: Reader, query: str, **filters: Any) -> dict[st
         )
         (plan,) = await cur.fetchone()  # type: ignore[misc]
     found = plan if isinstance(plan, list) else json.loads(plan)
-    return dict(found[0]["Plan"])
+    return node_plan(found[0]["Plan"])
 
 
 def _read(node: dict[str, Any], relation: str) -> int:
     """Rows the plan read from ``relation``'s scans, loops counted."""
     own = 0
-    if node.get("Relation Name") == relation:
+    if names(node.get("Relation Name"), relation):
         own = int(node["Actual Rows"] * node["Actual Loops"])
     return own + sum(_read(child, relation) for child in node.get("Plans", []))
 

@@ -256,7 +256,7 @@ async def test_r62_each_part_is_stored_with_the_models_own_vector(api: Api) -> N
             await db.execute(
                 text(
                     "SELECT p.text, p.embedding::text FROM history_parts p "
-                    "JOIN history_events e ON e.id = p.event_id "
+                    "JOIN history_events e ON e.id = p.event_id AND e.agent_id = p.agent_id "
                     "WHERE p.session_id = :s ORDER BY e.sequence, p.part"
                 ),
                 {"s": session},

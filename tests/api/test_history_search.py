@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import and_, event, select
 
 from server.domain import history as rules
 from server.domain.dates import query_periods
@@ -299,7 +299,13 @@ async def test_r63_a_search_is_a_recorded_execution_with_retrieved_uses_and_embe
         uses = (
             await db.execute(
                 select(OutputUse.kind, OutputUse.rank, HistoryPart.event_id)
-                .join(HistoryPart, HistoryPart.id == OutputUse.history_part_id)
+                .join(
+                    HistoryPart,
+                    and_(
+                        HistoryPart.id == OutputUse.history_part_id,  # type: ignore[arg-type]
+                        HistoryPart.agent_id == OutputUse.agent_id,  # type: ignore[arg-type]
+                    ),
+                )
                 .where(OutputUse.execution_id == uuid.UUID(execution["id"]))
                 .order_by(OutputUse.rank)
             )
@@ -539,7 +545,13 @@ async def test_r62_the_sql_ranks_candidate_turns_in_context_as_the_reference_doe
                     HistoryPart.created_at,
                     (1 - HistoryPart.embedding.cosine_distance(vector)).label("cosine"),  # type: ignore[attr-defined]
                 )
-                .join(HistoryEvent, HistoryEvent.id == HistoryPart.event_id)  # type: ignore[arg-type]
+                .join(
+                    HistoryEvent,
+                    and_(
+                        HistoryEvent.id == HistoryPart.event_id,  # type: ignore[arg-type]
+                        HistoryEvent.agent_id == HistoryPart.agent_id,  # type: ignore[arg-type]
+                    ),
+                )
                 .where(
                     HistoryPart.session_id == uuid.UUID(session),  # type: ignore[arg-type]
                     HistoryPart.turn_number.in_(turns),

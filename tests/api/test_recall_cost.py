@@ -22,6 +22,7 @@ from sqlmodel import col
 from server.models import Execution
 from server.services import search_paths
 from server.services.recall import version_set_digest
+from tests.api.plans import names, node_plan
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
 
@@ -115,12 +116,12 @@ async def test_r42_a_hundred_recalls_of_one_conversation_cost_the_same_each(api:
         plan = await db.scalar(
             text(
                 "EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM executions"
-                " WHERE parent_id = :c AND recall_digest = :d"
+                " WHERE agent_id = :a AND parent_id = :c AND recall_digest = :d"
             ),
-            {"c": caller, "d": digest},
+            {"a": uuid.UUID(s.agent_id), "c": caller, "d": digest},
         )
-    scan = plan[0]["Plan"]
-    assert scan["Index Name"] == "ix_executions_recall_digest", scan
+    scan = node_plan(plan[0]["Plan"])
+    assert names(scan["Index Name"], "ix_executions_recall_digest"), scan
     assert scan["Actual Rows"] == 1 and scan.get("Rows Removed by Filter", 0) == 0, scan
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 
 from server.domain.visibility import Purpose, version_in_force
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
@@ -616,7 +616,13 @@ async def _settled_agrees_with_records(api: Api, agent: str) -> None:
         rows = (
             await db.execute(
                 select(MemoryVersion, MemoryRecord)
-                .join(MemoryRecord, MemoryRecord.id == MemoryVersion.record_id)  # type: ignore[arg-type]
+                .join(
+                    MemoryRecord,
+                    and_(
+                        MemoryRecord.id == MemoryVersion.record_id,  # type: ignore[arg-type]
+                        MemoryRecord.agent_id == MemoryVersion.agent_id,  # type: ignore[arg-type]
+                    ),
+                )
                 .where(MemoryVersion.agent_id == uuid.UUID(agent))  # type: ignore[arg-type]
             )
         ).all()

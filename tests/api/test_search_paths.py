@@ -5,8 +5,10 @@ records found either way."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
+import pytest
 from sqlalchemy import event, select, text
 
 from server.domain.visibility import Reader
@@ -15,6 +17,12 @@ from server.services import memory_ranking, search_paths
 from server.storage.nearest import BITS_AT_LEAST, bits_below
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
+
+
+@pytest.fixture(autouse=True)
+def _one_node() -> None:
+    if os.environ.get("AGENT_MEMORY_TEST_CITUS"):
+        pytest.skip("on Citus every agent's versions are ranked by bits (docs/scaling.md)")
 
 
 async def _agent_with_versions(api: Api, extra: int) -> tuple[Scenario, Reader]:

@@ -47,14 +47,17 @@ def context_search(
     min_score: float,
     limit: int,
     now: datetime | None = None,
-    periods: Sequence[tuple[datetime, datetime]] = (),
+    periods: Sequence[tuple[datetime, datetime]] | None = None,
     with_rows: bool = False,
     path: Path = PATH,
 ) -> tuple[Select[Any], dict[str, Any]]:
     """The statement of a hybrid history search (R62, ranking in context) and its values:
     rows ``(key, score, cosine, lexical, created_at)``, best first, the first ``limit``
-    (``with_rows``: ``(part, event, score)``). A part kept in one of ``periods`` (those
-    the query names) gains."""
+    (``with_rows``: ``(part, event, score)``). A part kept in one of ``periods`` (by
+    default those the query names, as of ``now``: the call's own moment) gains."""
+    now = now if now is not None else datetime.now(UTC)
+    if periods is None:
+        periods = query_periods(query, now=now)
     shape = shape_of(
         reader,
         text=query,
@@ -68,7 +71,7 @@ def context_search(
         vector=vector,
         min_score=min_score,
         limit=limit,
-        now=now if now is not None else datetime.now(UTC),
+        now=now,
         periods=periods,
     )
     return (context_rows(shape) if with_rows else context_statement(shape)), params
@@ -88,15 +91,12 @@ async def ranked_parts(
     how the candidates by meaning are found; forced by the bench)."""
     if limit == 0:
         return []
-    now = datetime.now(UTC)
     stmt, params = context_search(
         reader=reader,
         query=query,
         vector=vector,
         min_score=rules.MIN_SCORE,
         limit=limit,
-        now=now,
-        periods=query_periods(query, now=now),
         with_rows=True,
         path=path,
     )
@@ -119,15 +119,8 @@ async def rank_parts(
     if mode == "hybrid" and vector is not None:
         if limit == 0:
             return []
-        now = datetime.now(UTC)
         stmt, params = context_search(
-            reader=reader,
-            query=query,
-            vector=vector,
-            min_score=min_score,
-            limit=limit,
-            now=now,
-            periods=query_periods(query, now=now),
+            reader=reader, query=query, vector=vector, min_score=min_score, limit=limit
         )
         return hits(await scanned_rows(db, stmt, params))
     return await hybrid_search(

@@ -20,9 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
-from server.storage.candidates import TIE_SLACK
 from server.storage.hybrid import build_search
-from server.storage.nearest import Path, index_settings
+from server.storage.nearest import Path
 from server.storage.source import SearchSource
 
 
@@ -38,11 +37,6 @@ class Hit:
     cosine: float | None
     lexical: float | None
     created_at: datetime
-
-
-def scan_settings(limit: int, preset: FusionPreset = DEFAULT_PRESET) -> dict[str, str]:
-    """The HNSW settings the index path of a search with ``limit`` sets for itself."""
-    return index_settings(preset.pool_size(limit) + TIE_SLACK)
 
 
 async def scanned_rows(
@@ -108,6 +102,5 @@ __all__ = [
     "Hit",
     "hits",
     "hybrid_search",
-    "scan_settings",
     "scanned_rows",
 ]

@@ -42,6 +42,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     bindparam,
+    case,
     cast,
     extract,
     func,
@@ -54,7 +55,7 @@ from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.storage.candidates import Candidates
 from server.storage.nearest import Path
-from server.storage.search_terms import F8, float_param
+from server.storage.search_terms import F8, distance, float_param, tsquery
 from server.storage.source import SearchSource
 
 MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
@@ -118,35 +119,36 @@ def build_search(
     found = Candidates(source, preset.pool_size(limit), min_score, path, seeking=preset.seeking)
     if mode == "vector":
         assert vector is not None
-        v = found.by_meaning(vector, text=None)
+        v = found.by_meaning(vector)
         no_rank = cast(null(), F8)
-        return _best_first(v.c.key, v.c.cosine, v.c.cosine, no_rank, v.c.created_at, limit)
-    if mode == "lexical":
+        top = _first(v.c.key, v.c.cosine, v.c.cosine, no_rank, v.c.created_at, limit)
+    elif mode == "lexical":
         assert text is not None
-        lex = found.by_keywords(text, vector=vector)
-        return _best_first(
-            lex.c.key, lex.c.lexical, lex.c.lcosine, lex.c.lexical, lex.c.created_at, limit
+        lex = found.by_keywords(text)
+        no_cosine = cast(null(), F8)
+        top = _first(lex.c.key, lex.c.lexical, no_cosine, lex.c.lexical, lex.c.created_at, limit)
+    else:
+        assert vector is not None and text is not None
+        v = found.by_meaning(vector)
+        lex = found.by_keywords(text)
+        created_at = func.coalesce(v.c.created_at, lex.c.created_at)
+        fused = (
+            select(
+                func.coalesce(v.c.key, lex.c.key).label("key"),
+                _fused_score(v, lex, created_at, now=now, preset=preset).label("score"),
+                v.c.cosine,
+                lex.c.lexical,
+                created_at.label("created_at"),
+            )
+            .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
+            .subquery("fused")
         )
-    assert vector is not None and text is not None
-    v = found.by_meaning(vector, text=text)
-    lex = found.by_keywords(text, vector=vector)
-    created_at = func.coalesce(v.c.created_at, lex.c.created_at)
-    fused = (
-        select(
-            func.coalesce(v.c.key, lex.c.key).label("key"),
-            _fused_score(v, lex, created_at, now=now, preset=preset).label("score"),
-            func.coalesce(v.c.cosine, lex.c.lcosine).label("cosine"),
-            func.coalesce(lex.c.lexical, v.c.vlexical).label("lexical"),
-            created_at.label("created_at"),
-        )
-        .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
-        .subquery("fused")
-    )
-    c = fused.c
-    return _best_first(c.key, c.score, c.cosine, c.lexical, c.created_at, limit)
+        c = fused.c
+        top = _first(c.key, c.score, c.cosine, c.lexical, c.created_at, limit)
+    return _signals(top.subquery("top"), found, text=text, vector=vector)
 
 
-def _best_first(
+def _first(
     key: Any, score: Any, cosine: Any, lexical: Any, created_at: Any, limit: int
 ) -> Select[Any]:
     """Rows ``(key, score, cosine, lexical, created_at)``, the first ``limit`` by score,
@@ -156,6 +158,36 @@ def _best_first(
         select(*(c if getattr(c, "name", None) == name else c.label(name) for c, name in named))
         .order_by(score.desc(), created_at.desc(), key)
         .limit(bindparam("limit", limit))
+    )
+
+
+def _signals(
+    top: Any, found: Candidates, *, text: str | None, vector: Sequence[float] | None
+) -> Select[Any]:
+    """The first rows, each with both signals: the cosine of a row found by keywords alone
+    and the BM25 score of one found by meaning alone (when it matches the full-text
+    query), read for those rows only, from each row joined by its key."""
+    source = found.source
+    cosine = top.c.cosine
+    if vector is not None:
+        cosine = func.coalesce(cosine, literal_column("1") - distance(source.embedding, vector))
+    lexical = top.c.lexical
+    if text is not None:
+        matches = source.tsv.op("@@")(tsquery(text))
+        lexical = func.coalesce(
+            lexical, case((matches, found.keyword_score(text, top.c.key)), else_=cast(null(), F8))
+        )
+    return (
+        select(
+            top.c.key,
+            top.c.score,
+            cosine.label("cosine"),
+            lexical.label("lexical"),
+            top.c.created_at,
+        )
+        .select_from(top)
+        .join(source.from_, source.by_key(top.c.key))
+        .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
     )
 
 

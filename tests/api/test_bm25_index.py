@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from server.domain import bm25
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
-from server.services import memory_ranking
+from server.memory_search import ranking as memory_ranking
 from server.storage import bm25 as storage_bm25
 from server.storage.reaches import memory_postings as memory_postings_of
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user

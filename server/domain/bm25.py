@@ -173,9 +173,9 @@ def reading(dfs: Mapping[str, int], docs: int, seeking: Seeking, pool: int) -> R
 __all__ = [
     "BM25",
     "Bm25",
+    "Reading",
     "Seeking",
     "common",
-    "Reading",
     "idf",
     "impact",
     "reading",

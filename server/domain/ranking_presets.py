@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 
 from server.domain.bm25 import Seeking
 
-
 # The postings a keyword search reads, in pools (server.domain.bm25.reading): a query's
 # every match while its terms hold at most this many pools (8,000 postings at the pool of
 # a limit of 10), each exactly scored; reading them costs about what a tenth of them

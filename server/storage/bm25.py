@@ -145,24 +145,22 @@ def weights(postings: Postings, text: str, *, seeking: Seeking, pool: int) -> An
             literal_column(f"{int(seeking.common_min)}::float8"),
         )
         common = counted.c.df > floor
-    judged = select(counted.c.term, counted.c.df, idf.label("idf"), common.label("common")).cte(
-        "wjudged"
-    )
     # the rarest terms find candidates; the common ones only when every term is common
-    any_rare = select(judged.c.term).where(not_(judged.c.common)).exists()
-    finding = or_(not_(judged.c.common), not_(any_rare))
+    any_rare = func.bool_or(not_(common)).over()
+    judged = select(
+        counted.c.term,
+        counted.c.df,
+        idf.label("idf"),
+        or_(not_(common), not_(any_rare)).label("finding"),
+    ).subquery("wjudged")
     rank = func.row_number().over(
-        order_by=(
-            case((finding, 0), else_=1),
-            judged.c.df,
-            judged.c.term.collate("C"),
-        )
+        order_by=(case((judged.c.finding, 0), else_=1), judged.c.df, judged.c.term.collate("C"))
     )
     placed = select(
         judged.c.term,
         judged.c.df,
         judged.c.idf,
-        and_(finding, rank <= seeking.most).label("finds"),
+        and_(judged.c.finding, rank <= seeking.most).label("finds"),
         rank.label("place"),
     ).subquery("wplaced")
     budget = float(seeking.budget * pool)

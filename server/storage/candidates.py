@@ -35,6 +35,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     bindparam,
+    case,
     cast,
     func,
     literal_column,
@@ -70,19 +71,46 @@ class Candidates:
     oversample: int = OVERSAMPLE
 
     seeking: Seeking = DEFAULT_PRESET.seeking
-    _weights: dict[str, Any] = field(default_factory=dict, compare=False)
+    _built: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def keyword_weights(self, text: str) -> Any:
         """The CTE ``w`` of the query's terms and weights (:func:`server.storage.bm25.weights`),
         one object per statement, shared by both candidate lists."""
-        web = uses_web_syntax(text)
-        key = "web" if web else "plain"
-        if key not in self._weights:
+        return self._once(
+            "w",
+            text,
+            lambda keywords: bm25.weights(keywords, text, seeking=self.seeking, pool=self.pool),
+        )
+
+    def keyword_read(self, text: str) -> Any:
+        """The CTE ``lread``: the documents of the postings read
+        (:func:`server.storage.bm25.read`), one object per statement."""
+        w = self.keyword_weights(text)
+        return self._once("lread", text, lambda keywords: bm25.read(keywords, w).cte("lread"))
+
+    def keyword_weight(self, text: str, key: ColumnElement[Any], read: Any) -> Any:
+        """The BM25 score of the row ``key`` (0: it holds no term of the query), given
+        ``read``'s row of it joined (:meth:`keyword_read`): that row's sum when every
+        posting was read, else a probe of the row's postings."""
+        zero: ColumnElement[Any] = literal_column("0::float8")
+        return case(
+            (self._whole(text), func.coalesce(read.c.lexical, zero)),
+            else_=func.coalesce(self.keyword_score(text, key), zero),
+        )
+
+    def _whole(self, text: str) -> ColumnElement[bool]:
+        """True when every posting of the query's terms is read (:func:`bm25.weights`)."""
+        return select(func.bool_and(self.keyword_weights(text).c.whole)).scalar_subquery()
+
+    def _once(self, name: str, text: str, make: Any) -> Any:
+        """One object per statement and kind of query (plain or web-search syntax)."""
+        key = f"{name}:{'web' if uses_web_syntax(text) else 'plain'}"
+        if key not in self._built:
             keywords = self.source.keywords
             if keywords is None:
                 raise ValueError("a keyword search needs the source's postings")
-            self._weights[key] = bm25.weights(keywords, text, seeking=self.seeking, pool=self.pool)
-        return self._weights[key]
+            self._built[key] = make(keywords)
+        return self._built[key]
 
     def keyword_score(self, text: str, key: ColumnElement[Any]) -> Any:
         """The BM25 score of the row ``key`` for ``text`` (NULL: it holds no term)."""
@@ -121,7 +149,7 @@ class Candidates:
         assert keywords is not None
         w = self.keyword_weights(text)
         if source.bounded and not uses_web_syntax(text):
-            found = self._read(w)
+            found = self._read(text)
         else:
             matches = (
                 select(source.key.label("key"), source.created_at.label("created_at"))
@@ -143,14 +171,14 @@ class Candidates:
             .label("lrank"),
         ).cte("l")
 
-    def _read(self, w: Any) -> Any:
+    def _read(self, text: str) -> Any:
         """``(key, created_at, lexical)`` of the documents the postings find
         (:func:`server.storage.bm25.read`): their sums as they are when every posting was
         read (exact), else the first ``2P`` by their partial sums, scored exactly."""
         keywords = self.source.keywords
         assert keywords is not None
-        read = bm25.read(keywords, w).cte("lread")
-        whole = select(func.bool_and(w.c.whole)).scalar_subquery()
+        read = self.keyword_read(text)
+        whole = self._whole(text)
         exact = select(read.c.key, read.c.created_at, read.c.lexical).where(read.c.found, whole)
         partial = (
             select(read.c.key, read.c.created_at)
@@ -159,7 +187,7 @@ class Candidates:
             .limit(2 * self.pool)
             .subquery("lpartial")
         )
-        rescored = bm25.scored(keywords, w, partial)
+        rescored = bm25.scored(keywords, self.keyword_weights(text), partial)
         return union_all(exact, rescored).subquery("lfound")
 
     def keys(self, vector: Sequence[float], text: str) -> Any:

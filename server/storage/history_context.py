@@ -130,8 +130,10 @@ def context_statement(shape: ContextShape) -> Select[Any]:
     )
     seeds = found.keys(vector, text)
     # a part's keyword weight: its BM25 score (0: it holds no term of the query), from
-    # the same terms and weights as the candidates
-    weight = func.coalesce(found.keyword_score(text, table(HistoryPart).c.id), _ZERO)
+    # the same terms and weights as the candidates: the sum the keyword read made of its
+    # postings (every posting was read) or a probe of them
+    read = found.keyword_read(text)
+    weight = found.keyword_weight(text, table(HistoryPart).c.id, read)
     seed = aliased(HistoryPart, name="seed")
     turns = select(col(seed.turn_number)).where(
         col(seed.agent_id) == reader.agent_id, col(seed.id).in_(select(seeds.c.key))
@@ -154,6 +156,7 @@ def context_statement(shape: ContextShape) -> Select[Any]:
                 col(HistoryEvent.agent_id) == col(HistoryPart.agent_id),
             ),
         )
+        .outerjoin(read, read.c.key == col(HistoryPart.id))
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         # OFFSET 0: each part's cosine and keyword weight computed here, once, so that the
         # windows above sort those numbers, not the parts' vectors they are computed from

@@ -28,8 +28,11 @@ by meaning and by keywords (:mod:`server.storage.candidates`, the first ``P``
 of each, ``P`` the preset's pool for ``limit``), and the fusion is
 ``v FULL JOIN l`` scored by the preset's formula in ``float8`` in the
 reference's order of operations, so scores equal :func:`rank`'s bit for bit;
-ordered by ``score DESC, created_at DESC, key``; the first ``limit``.
-``vector`` and ``lexical`` modes build only their own candidate list.
+ordered by ``score DESC, created_at DESC, key``; the first ``limit``, each then
+joined to its row for the signal its list did not compute (the cosine of a row
+found by keywords alone, the BM25 score of one found by meaning alone): for the
+rows returned only. ``vector`` and ``lexical`` modes build only their own
+candidate list.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from sqlalchemy import (
+    Column,
     ColumnElement,
     Integer,
     Select,
@@ -56,6 +57,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import BIT, REGCLASS
+from sqlalchemy.sql import visitors
 from sqlalchemy.sql.util import ClauseAdapter
 
 from server.storage.search_terms import F8, distance, float_param, query_vector
@@ -118,7 +120,7 @@ def nearest(
     path: Path | None,
     oversample: int,
 ) -> Any:
-    """The subquery ``(key, created_at, distance, tsv)``: the first ``cut`` rows of
+    """The subquery ``(key, created_at, distance)``: the first ``cut`` rows of
     ``source`` by distance to ``vector``, found by ``path`` (None: as the source allows,
     module docstring); rows ordered by nothing in particular."""
     if path is None:
@@ -154,7 +156,6 @@ def _row(source: SearchSource, value: ColumnElement[Any]) -> tuple[Any, ...]:
         source.key.label("key"),
         source.created_at.label("created_at"),
         value.label("distance"),
-        source.tsv.label("tsv"),
     )
 
 
@@ -206,9 +207,9 @@ def _by_index(
     value = distance(source.embedding, vector).label("distance")
     # The index read in distance order over the whole table; OFFSET 0 keeps the filter
     # above it, so the planner cannot trade the index for a sort of the filtered rows.
-    walk = (
-        select(*source.from_.c, value).order_by(value).offset(literal_column("0")).subquery("walk")
-    )
+    # It carries the columns the filter and the rows read, no others.
+    read = _columns(source.from_, source.key, source.created_at, source.where)
+    walk = select(*read, value).order_by(value).offset(literal_column("0")).subquery("walk")
     adapt = ClauseAdapter(walk).traverse
     settings = index_settings(cut)
     applied = select(
@@ -221,11 +222,22 @@ def _by_index(
             adapt(source.key).label("key"),
             adapt(source.created_at).label("created_at"),
             walk.c.distance,
-            adapt(source.tsv).label("tsv"),
         )
         .where(adapt(source.where), applied.is_not(None), *gate)
         .limit(cut)
     )
+
+
+def _columns(table: Table, *clauses: ColumnElement[Any]) -> list[Any]:
+    """The columns of ``table`` that ``clauses`` read (in a correlated subquery too), in
+    the table's order."""
+    named = {
+        c.name
+        for clause in clauses
+        for c in visitors.iterate(clause)
+        if isinstance(c, Column) and c.table is table
+    }
+    return [c for c in table.c if c.name in named]
 
 
 __all__ = [

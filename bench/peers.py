@@ -25,8 +25,8 @@ bench used to pass was ignored, and Mem0 answered 20); the run checks how many e
 returned. The ratio is ours / the faster peer's p50 (target <= 1.0, stretch 0.5).
 With it, how many of our hybrid top ten are the exhaustive ranking's (the same
 search with every candidate list read whole: the vectors ranked exactly, every
-keyword match read from the full-text index and scored), and how many queries
-return the very same ten in the same order. Ingest, one record per call, is
+keyword match read from the full-text index and scored; the first 40 queries), and
+how many queries return the very same ten in the same order. Ingest, one record per call, is
 :mod:`bench.peers_ingest`. The run ends with one JSON line.
 The peers are optional dependencies: ``pip install -e '.[bench]'``.
 """
@@ -40,6 +40,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import text
+
 from bench import common, peers_data, peers_ingest
 from server.domain.config import SearchConfig
 from server.embedding import default_model_path
@@ -49,6 +51,7 @@ TARGET_RATIO = 1.0
 STRETCH_RATIO = 0.5
 TARGET_OVERLAP = 0.98
 LIMIT = 10
+EXHAUSTIVE_QUERIES = 40  # the queries checked against the exhaustive ranking
 
 
 def plan(quick: bool) -> dict[str, Any]:
@@ -191,7 +194,9 @@ async def _against_exhaustive(
     vectors ranked exactly."""
     shared: list[float] = []
     same = 0
-    for q in texts:
+    # reading every match of a 100k agent takes seconds a query under load
+    await session.execute(text("SET LOCAL statement_timeout = 0"))
+    for q in texts[:EXHAUSTIVE_QUERIES]:
         fast = await memory_ranking.ranked(
             session, reader, memory_ranking.MemoryQuery(q, given[q], "hybrid", 0.2, LIMIT)
         )
@@ -213,7 +218,7 @@ async def _against_exhaustive(
         got = [f.version.id for f in fast]
         shared.append(len(set(want) & set(got)) / max(len(want), 1))
         same += got == want
-    return {"overlap_at_10": statistics.fmean(shared), "identical": same / len(texts)}
+    return {"overlap_at_10": statistics.fmean(shared), "identical": same / len(shared)}
 
 
 def _figures(results: dict[str, Any]) -> dict[str, Any]:

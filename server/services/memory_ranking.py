@@ -51,11 +51,13 @@ from server.storage.source import SearchSource
 
 @dataclass(frozen=True, slots=True)
 class Found(MemoryItem):
-    """A record a search returned, with its ranking signals (None when listed)."""
+    """A record a search returned, with its ranking signals (None when listed); ``terms``:
+    a hybrid score's meaning and keyword terms."""
 
     score: float | None = None
     cosine: float | None = None
     lexical: float | None = None
+    terms: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         v = self.version
@@ -188,7 +190,15 @@ def _with_rows(shape: _Shape) -> Select[Any]:
     them costs more than the query), best first."""
     top = _statement(shape).subquery("top")
     return (
-        select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
+        select(
+            MemoryVersion,
+            MemoryRecord,
+            top.c.score,
+            top.c.cosine,
+            top.c.lexical,
+            top.c.meaning,
+            top.c.keywords,
+        )
         .select_from(top)
         .join(
             MemoryVersion,
@@ -282,6 +292,7 @@ async def ranked(
             score=float(r[2]),
             cosine=None if r[3] is None else float(r[3]),
             lexical=None if r[4] is None else float(r[4]),
+            terms=None if r[5] is None else (float(r[5]), float(r[6])),
         )
         for r in rows
     ]

@@ -727,5 +727,5 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     return figures
 
 
-def run(quick: bool) -> dict[str, Any]:
-    return dict(common.run_async(_run(quick)))
+def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
+    return dict(common.run_async(_run(quick, data)))

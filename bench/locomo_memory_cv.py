@@ -473,7 +473,7 @@ async def keep_all(url: Any, convs: list[dict[str, Any]]) -> list[Kept]:
 async def check_replay(url: Any, kept: Sequence[Kept], every: int = 4) -> tuple[int, int]:
     """The replay against the server's own statement, every ``every``-th question, in
     the three modes, at the moment the bench asks: how many rankings agreed, of how many."""
-    from server.services.memory_ranking import MemoryQuery, ranked
+    from server.memory_search.ranking import MemoryQuery, ranked
 
     db = await common.connect(url)
     agree = total = 0

@@ -106,8 +106,6 @@ class ContextPreset:
 HISTORY_FUSION_PRESET = replace(
     DEFAULT_PRESET,
     name="history",
-    # a brand-new part gains a twentieth of what a top part gains from its stronger signal
-    recency_weight=0.05,
     candidate_pool=40,
     pool_factor=2,
     seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),

@@ -496,19 +496,34 @@ def test_r62_scores_follow_the_documented_formula() -> None:
     assert ranked["a"].lexical is None and ranked["q"].lexical == 3.0
 
 
-def test_r62_recency_settles_near_ties_only() -> None:
+def test_r62_newer_wins_ties_and_a_recency_term_settles_near_ties_only() -> None:
+    """The history preset adds nothing for age (as memory's: docs/ranking.md), so newer
+    wins exact ties by the order; a preset that weighs recency lifts a new part over an
+    old one a little closer, not over one much closer."""
+    assert HISTORY_CONTEXT_PRESET.recency_weight == 0.0
     same = [
         _part("old", 1, 1, cosine=0.5, age_days=60),
         _part("new", 2, 1, cosine=0.5),
         _part("floor", 3, 1, cosine=0.1),
     ]
     assert _keys(rank_in_context(same, now=NOW, limit=3))[:2] == ["new", "old"]
+    weighed = replace(
+        HISTORY_CONTEXT_PRESET,
+        fusion=replace(HISTORY_CONTEXT_PRESET.fusion, recency_weight=0.05),
+    )
+    near = [
+        _part("old", 1, 1, cosine=0.501, age_days=60),
+        _part("new", 2, 1, cosine=0.5),
+        _part("floor", 3, 1, cosine=0.1),
+    ]
+    assert _keys(rank_in_context(near, now=NOW, limit=3))[:2] == ["old", "new"]
+    assert _keys(rank_in_context(near, now=NOW, limit=3, preset=weighed))[:2] == ["new", "old"]
     clear = [
         _part("old", 1, 1, cosine=0.6, age_days=60),
         _part("new", 2, 1, cosine=0.5),
         _part("floor", 3, 1, cosine=0.1),
     ]
-    assert _keys(rank_in_context(clear, now=NOW, limit=3))[:2] == ["old", "new"]
+    assert _keys(rank_in_context(clear, now=NOW, limit=3, preset=weighed))[:2] == ["old", "new"]
 
 
 def test_r62_no_spread_and_no_keyword_score_nothing_but_recency() -> None:

@@ -70,7 +70,7 @@ DEFAULT_PRESET = FusionPreset(
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose recency it keeps (docs/history.md says how each was chosen)."""
+    preset whose recency it keeps (docs/ranking.md says how each was chosen)."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest
@@ -111,7 +111,7 @@ HISTORY_FUSION_PRESET = replace(
     seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
 )
 
-# Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
+# Each constant chosen by nested leave-one-conversation-out on LoCoMo (docs/ranking.md).
 HISTORY_CONTEXT_PRESET = ContextPreset(
     name="history_context",
     cosine_share=0.6,

@@ -43,9 +43,13 @@ EVERY = ("hybrid_every", "lexical_every")
 KS = (5, 10)
 
 
-def conversations(quick: bool) -> list[Path]:
-    files = sorted(DATA.glob("*.json"))
-    return files[:1] if quick else files
+# --quick: one conversation (--cv: three, the fewest leave-one-out can choose on)
+QUICK_FILES = 1
+
+
+def conversations(quick: bool, data: Path = DATA, *, quick_files: int = QUICK_FILES) -> list[Path]:
+    files = sorted(data.glob("*.json"))
+    return files[:quick_files] if quick else files
 
 
 def turns_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,7 +88,9 @@ def questions(conv: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
         }
         evidence &= known
         if evidence:
-            out.append({"question": qa["question"], "evidence": evidence})
+            out.append(
+                {"question": qa["question"], "evidence": evidence, "category": qa["category"]}
+            )
     return out
 
 
@@ -181,18 +187,40 @@ def langgraph(
     return found
 
 
-def run(quick: bool) -> dict[str, Any]:
+def load(quick: bool, data: Path = DATA, *, quick_files: int = QUICK_FILES) -> list[dict[str, Any]]:
+    """The conversations in ``data``: each one's name, dialog turns and questions."""
     convs = []
-    for path in conversations(quick):
+    for path in conversations(quick, data, quick_files=quick_files):
         conv = json.loads(path.read_text())
         turns = turns_of(conv)
-        convs.append(
-            {
-                "name": path.stem,
-                "turns": turns,
-                "questions": questions(conv, {t["dia_id"] for t in turns}),
-            }
+        known = {t["dia_id"] for t in turns}
+        convs.append({"name": path.stem, "turns": turns, "questions": questions(conv, known)})
+    if not convs:
+        raise SystemExit(f"no LoCoMo conversations in {data}")
+    return convs
+
+
+def per_conversation(
+    convs: list[dict[str, Any]], results: dict[str, list[list[str]]]
+) -> dict[str, dict[str, float]]:
+    """recall@10 of each conversation on its own, in each of the server's modes, and the
+    hybrid's lead over its better single mode."""
+    out = {}
+    start = 0
+    for c in convs:
+        qs = c["questions"]
+        end = start + len(qs)
+        row = {m: round(recall(results[m][start:end], qs, 10), 2) for m in MODES}
+        row["hybrid_minus_best_single"] = round(
+            row["hybrid"] - max(row["vector"], row["lexical"]), 2
         )
+        out[c["name"]] = row
+        start = end
+    return out
+
+
+def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
+    convs = load(quick, data)
     texts = sorted(
         {t["text"] for c in convs for t in c["turns"]}
         | {q["question"] for c in convs for q in c["questions"]}
@@ -225,6 +253,16 @@ def run(quick: bool) -> dict[str, Any]:
         f"LoCoMo retrieval, {len(convs)} conversations, {len(qs)} questions (recall, %)",
         ["system / mode", "recall@5", "recall@10"],
         rows,
+    )
+    conv = per_conversation(convs, results)
+    common.table(
+        "each conversation on its own: recall@10 (%)",
+        ["conversation", *MODES, "hybrid - best single mode"],
+        [[n, *r.values()] for n, r in conv.items()],
+    )
+    figures["per_conversation"] = conv
+    figures["hybrid_ge_single_plus_2_every_conversation"] = all(
+        r["hybrid_minus_best_single"] >= 2 for r in conv.values()
     )
     best_peer = max(
         (figures[p]["recall@10"] for p in ("mem0", "langgraph") if p in figures), default=None

@@ -58,6 +58,16 @@ TIE_SLACK = 8
 
 
 @dataclass(frozen=True, slots=True)
+class Lexical:
+    """A row's BM25 score (:meth:`Candidates.lexical_of`): ``score``, given ``joined``
+    left-joined on ``on`` when it is set."""
+
+    score: ColumnElement[Any]
+    joined: Any = None
+    on: ColumnElement[bool] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Candidates:
     """How a search picks its candidates in ``source``: the first ``pool`` by meaning
     (cosine at least ``min_score``; found by ``path``, :mod:`server.storage.nearest`,
@@ -88,14 +98,16 @@ class Candidates:
         w = self.keyword_weights(text)
         return self._once("lread", text, lambda keywords: bm25.read(keywords, w).cte("lread"))
 
-    def keyword_weight(self, text: str, key: ColumnElement[Any], read: Any) -> Any:
-        """The BM25 score of the row ``key`` (0: it holds no term of the query), given
-        ``read``'s row of it joined (:meth:`keyword_read`): that row's sum when every
-        posting was read, else a probe of the row's postings."""
-        zero: ColumnElement[Any] = literal_column("0::float8")
-        return case(
-            (self._whole(text), func.coalesce(read.c.lexical, zero)),
-            else_=func.coalesce(self.keyword_score(text, key), zero),
+    def lexical_of(self, text: str, key: ColumnElement[Any]) -> Lexical:
+        """The BM25 score of the row ``key`` (NULL: it holds no term of the query): the
+        sum the keyword read made of its postings, when that read every posting (the
+        read to join, :attr:`Lexical.joined`), else a probe of the row's postings."""
+        probe = self.keyword_score(text, key)
+        if not (self.source.bounded and not uses_web_syntax(text)):
+            return Lexical(probe)
+        read = self.keyword_read(text)
+        return Lexical(
+            case((self._whole(text), read.c.lexical), else_=probe), read, read.c.key == key
         )
 
     def _whole(self, text: str) -> ColumnElement[bool]:
@@ -197,4 +209,4 @@ class Candidates:
         return union(select(v.c.key), select(lex.c.key)).cte("seeds")
 
 
-__all__ = ["TIE_SLACK", "Candidates"]
+__all__ = ["TIE_SLACK", "Candidates", "Lexical"]

@@ -26,13 +26,14 @@ string form); pass a ``COLLATE "C"`` expression for a text key.
 The statement is ``WITH v, l SELECT ...``: ``v`` and ``l`` are the candidates
 by meaning and by keywords (:mod:`server.storage.candidates`, the first ``P``
 of each, ``P`` the preset's pool for ``limit``), and the fusion is
-``v FULL JOIN l`` scored by the preset's formula in ``float8`` in the
-reference's order of operations, so scores equal :func:`rank`'s bit for bit;
-ordered by ``score DESC, created_at DESC, key``; the first ``limit``, each then
-joined to its row for the signal its list did not compute (the cosine of a row
-found by keywords alone, the BM25 score of one found by meaning alone): for the
-rows returned only. ``vector`` and ``lexical`` modes build only their own
-candidate list.
+``v FULL JOIN l``, each candidate given the signal its list did not compute (the
+cosine of one found by keywords alone, read from its row; the BM25 score of one
+found by meaning alone, from the keyword read or its postings), scored by the
+preset's blend (each signal scaled over the candidates by a window over all of them)
+in ``float8`` in the reference's order of operations, so scores equal
+:func:`rank`'s bit for bit; ordered by ``score DESC, created_at DESC, key``; the
+first ``limit``. ``vector`` and ``lexical`` modes build only their own candidate
+list (a lexical search given a vector reads the cosine of the rows it returns).
 """
 
 from __future__ import annotations
@@ -83,26 +84,51 @@ def _check_min_score(min_score: float) -> None:
         raise ValueError("min_score must be from -1 to 1")
 
 
-def _fused_score(
-    v: Any, lex: Any, created_at: ColumnElement[Any], *, now: datetime, preset: FusionPreset
-) -> ColumnElement[Any]:
-    k = float_param("rrf_k", preset.rrf_k)
-    vterm = func.coalesce(float_param("vector_weight", preset.vector_weight) / (k + v.c.vrank), 0)
-    lterm = func.coalesce(
-        float_param("lexical_weight", preset.lexical_weight) / (k + lex.c.lrank), 0
+def _blended(fused: Any, *, now: datetime, preset: FusionPreset) -> Select[Any]:
+    """The rows of ``fused`` (``key, cosine, lexical, created_at``: every candidate, with
+    both signals) with their meaning and keyword terms and their score, the reference's
+    blend in its order of operations: each signal scaled over the candidates (windows
+    over all of them), blended by the preset's shares, plus the recency term."""
+    c = fused.c
+    low = func.min(c.cosine, type_=F8).over()
+    high = func.max(c.cosine, type_=F8).over()
+    top = func.max(c.lexical, type_=F8).over()
+    zero: ColumnElement[float] = literal_column("0::float8")
+    share = float_param("cosine_share", preset.cosine_share)
+    meaning = case((high > low, share * ((c.cosine - low) / (high - low))), else_=zero)
+    words = case(
+        (
+            top > zero,
+            float_param("keyword_share", preset.keyword_share)
+            * (func.coalesce(c.lexical, zero) / top),
+        ),
+        else_=zero,
     )
-    age = cast(extract("epoch", bindparam("now", now) - created_at), F8)
-    days = func.greatest(age, literal_column("0")) / float_param("day", 86_400.0)
+    age = cast(extract("epoch", bindparam("now", now) - c.created_at), F8)
+    days = func.greatest(age, zero) / float_param("day", 86_400.0)
     fresh = func.power(
         literal_column("0.5::float8"),
         days / float_param("half_life", preset.recency_half_life_days),
     )
-    recency = (
-        float_param("recency_weight", preset.recency_weight)
-        * fresh
-        / float_param("k1", preset.rrf_k + 1)
+    terms = select(
+        c.key,
+        c.cosine,
+        c.lexical,
+        c.created_at,
+        meaning.label("meaning"),
+        words.label("keywords"),
+        (float_param("recency_gain", preset.recency_gain) * fresh).label("fresh"),
+    ).subquery("terms")
+    t = terms.c
+    return select(
+        t.key,
+        ((t.meaning + t.keywords) + t.fresh).label("score"),
+        t.cosine,
+        t.lexical,
+        t.created_at,
+        t.meaning,
+        t.keywords,
     )
-    return (vterm + lterm) + recency
 
 
 def build_search(
@@ -117,46 +143,65 @@ def build_search(
     now: datetime,
     path: Path | None = None,
 ) -> Select[Any]:
-    """The one statement of a search; rows ``(key, score, cosine, lexical, created_at)``."""
+    """The one statement of a search; rows ``(key, score, cosine, lexical, created_at,
+    meaning, keywords)``."""
     _check(mode=mode, text=text, vector=vector, min_score=min_score, limit=limit)
     found = Candidates(source, preset.pool_size(limit), min_score, path, seeking=preset.seeking)
     if mode == "vector":
         assert vector is not None
         v = found.by_meaning(vector)
         no_rank = cast(null(), F8)
-        top = _first(v.c.key, v.c.cosine, v.c.cosine, no_rank, v.c.created_at, limit)
-    elif mode == "lexical":
+        return _best_first(v.c.key, v.c.cosine, v.c.cosine, no_rank, v.c.created_at, limit)
+    if mode == "lexical":
         assert text is not None
         lex = found.by_keywords(text)
         no_cosine = cast(null(), F8)
-        top = _first(lex.c.key, lex.c.lexical, no_cosine, lex.c.lexical, lex.c.created_at, limit)
-    else:
-        assert vector is not None and text is not None
-        v = found.by_meaning(vector)
-        lex = found.by_keywords(text)
-        created_at = func.coalesce(v.c.created_at, lex.c.created_at)
-        fused = (
-            select(
-                func.coalesce(v.c.key, lex.c.key).label("key"),
-                _fused_score(v, lex, created_at, now=now, preset=preset).label("score"),
-                v.c.cosine,
-                lex.c.lexical,
-                created_at.label("created_at"),
-            )
-            .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
-            .subquery("fused")
+        top = _best_first(
+            lex.c.key, lex.c.lexical, no_cosine, lex.c.lexical, lex.c.created_at, limit
+        ).subquery("top")
+        if vector is None:
+            return select(top).order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
+        t = _with_signals(top, found, text=None, vector=vector).subquery("shown")
+        return select(t).order_by(t.c.score.desc(), t.c.created_at.desc(), t.c.key)
+    assert vector is not None and text is not None
+    v = found.by_meaning(vector)
+    lex = found.by_keywords(text)
+    fused = (
+        select(
+            func.coalesce(v.c.key, lex.c.key).label("key"),
+            v.c.cosine,
+            lex.c.lexical,
+            func.coalesce(v.c.created_at, lex.c.created_at).label("created_at"),
         )
-        c = fused.c
-        top = _first(c.key, c.score, c.cosine, c.lexical, c.created_at, limit)
-    return _signals(top.subquery("top"), found, text=text, vector=vector)
+        .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
+        .subquery("fused")
+    )
+    both = _with_signals(fused, found, text=text, vector=vector).subquery("candidates")
+    scored = _blended(both, now=now, preset=preset).subquery("scored")
+    c = scored.c
+    return _best_first(
+        c.key, c.score, c.cosine, c.lexical, c.created_at, limit, terms=(c.meaning, c.keywords)
+    )
 
 
-def _first(
-    key: Any, score: Any, cosine: Any, lexical: Any, created_at: Any, limit: int
+def _best_first(
+    key: Any,
+    score: Any,
+    cosine: Any,
+    lexical: Any,
+    created_at: Any,
+    limit: int,
+    *,
+    terms: tuple[Any, Any] | None = None,
 ) -> Select[Any]:
-    """Rows ``(key, score, cosine, lexical, created_at)``, the first ``limit`` by score,
-    newer first on a tie, then by key: the order of :func:`server.domain.ranking.rank`."""
-    named = zip((key, score, cosine, lexical, created_at), _ROW, strict=True)
+    """Rows ``(key, score, cosine, lexical, created_at, meaning, keywords)``, the first
+    ``limit`` by score, newer first on a tie, then by key: the order of
+    :func:`server.domain.ranking.rank`. ``meaning`` and ``keywords`` are a hybrid
+    score's terms (NULL in one signal's modes)."""
+    none = cast(null(), F8)
+    meaning, keywords = terms if terms is not None else (none, none)
+    columns = (key, score, cosine, lexical, created_at, meaning, keywords)
+    named = zip(columns, _ROW, strict=True)
     return (
         select(*(c if getattr(c, "name", None) == name else c.label(name) for c, name in named))
         .order_by(score.desc(), created_at.desc(), key)
@@ -164,38 +209,33 @@ def _first(
     )
 
 
-def _signals(
-    top: Any, found: Candidates, *, text: str | None, vector: Sequence[float] | None
+def _with_signals(
+    rows: Any, found: Candidates, *, text: str | None, vector: Sequence[float] | None
 ) -> Select[Any]:
-    """The first rows, each with both signals: the cosine of a row found by keywords alone
-    and the BM25 score of one found by meaning alone (when it matches the full-text
-    query), read for those rows only, from each row joined by its key."""
+    """``rows`` (every column kept) with both signals: a missing cosine read from the row
+    (joined by its key), a missing BM25 score that of a row the full-text query matches,
+    from the keyword read when it read every posting, else from the row's postings.
+    Computed for these rows only: the candidates, or the rows a search returns."""
     source = found.source
-    cosine = top.c.cosine
+    joined = rows.join(source.from_, source.by_key(rows.c.key))
+    cosine: Any = rows.c.cosine
     if vector is not None:
         cosine = func.coalesce(cosine, literal_column("1") - distance(source.embedding, vector))
-    lexical = top.c.lexical
+    lexical: Any = rows.c.lexical
     if text is not None:
-        matches = source.tsv.op("@@")(tsquery(text))
+        read = found.lexical_of(text, rows.c.key)
+        if read.joined is not None:
+            joined = joined.outerjoin(read.joined, read.on)
         lexical = func.coalesce(
-            lexical, case((matches, found.keyword_score(text, top.c.key)), else_=cast(null(), F8))
+            lexical,
+            case((source.tsv.op("@@")(tsquery(text)), read.score), else_=cast(null(), F8)),
         )
-    return (
-        select(
-            top.c.key,
-            top.c.score,
-            cosine.label("cosine"),
-            lexical.label("lexical"),
-            top.c.created_at,
-        )
-        .select_from(top)
-        .join(source.from_, source.by_key(top.c.key))
-        .order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
-    )
+    kept = [c for c in rows.c if c.name not in ("cosine", "lexical")]
+    return select(*kept, cosine.label("cosine"), lexical.label("lexical")).select_from(joined)
 
 
 # The columns of a search's rows; a column already so named keeps its name unlabelled.
-_ROW = ("key", "score", "cosine", "lexical", "created_at")
+_ROW = ("key", "score", "cosine", "lexical", "created_at", "meaning", "keywords")
 
 
 def search_parameters(

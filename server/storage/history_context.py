@@ -132,7 +132,7 @@ def context_statement(shape: ContextShape) -> Select[Any]:
     # a part's keyword weight: its BM25 score (0: it holds no term of the query), from
     # the same terms and weights as the candidates: the sum the keyword read made of its
     # postings (every posting was read) or a probe of them
-    lexical = found.lexical_of(text, col(HistoryPart.id))
+    lexical = found.lexical_of(text, table(HistoryPart).c.id)
     weight = func.coalesce(lexical.score, _ZERO)
     seed = aliased(HistoryPart, name="seed")
     turns = select(col(seed.turn_number)).where(

@@ -28,7 +28,7 @@ by meaning and by keywords (:mod:`server.storage.candidates`, the first ``P``
 of each, ``P`` the preset's pool for ``limit``), and the fusion is
 ``v FULL JOIN l``, each candidate given the signal its list did not compute (the
 cosine of one found by keywords alone, read from its row; the BM25 score of one
-found by meaning alone, from the keyword read or its postings), scored by the
+found by meaning alone, from its postings), scored by the
 preset's blend (each signal scaled over the candidates by a window over all of them)
 in ``float8`` in the reference's order of operations, so scores equal
 :func:`rank`'s bit for bit; ordered by ``score DESC, created_at DESC, key``; the
@@ -214,8 +214,8 @@ def _with_signals(
 ) -> Select[Any]:
     """``rows`` (every column kept) with both signals: a missing cosine read from the row
     (joined by its key), a missing BM25 score that of a row the full-text query matches,
-    from the keyword read when it read every posting, else from the row's postings.
-    Computed for these rows only: the candidates, or the rows a search returns."""
+    from the row's postings. Computed for these rows only: the candidates, or the rows a
+    search returns."""
     source = found.source
     joined = rows.join(source.from_, source.by_key(rows.c.key))
     cosine: Any = rows.c.cosine
@@ -223,12 +223,11 @@ def _with_signals(
         cosine = func.coalesce(cosine, literal_column("1") - distance(source.embedding, vector))
     lexical: Any = rows.c.lexical
     if text is not None:
-        read = found.lexical_of(text, rows.c.key)
-        if read.joined is not None:
-            joined = joined.outerjoin(read.joined, read.on)
+        # a probe of the row's postings: for a few dozen rows, cheaper than joining them
+        # to every document the keyword read found
+        score = found.keyword_score(text, rows.c.key)
         lexical = func.coalesce(
-            lexical,
-            case((source.tsv.op("@@")(tsquery(text)), read.score), else_=cast(null(), F8)),
+            lexical, case((source.tsv.op("@@")(tsquery(text)), score), else_=cast(null(), F8))
         )
     kept = [c for c in rows.c if c.name not in ("cosine", "lexical")]
     return select(*kept, cosine.label("cosine"), lexical.label("lexical")).select_from(joined)

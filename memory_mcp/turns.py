@@ -42,6 +42,10 @@ from server.errors import BadInputError, ConflictError
 from server.services.chain import Caller
 
 KEPT_SESSIONS = 10_000  # the SDK's default bound on open MCP sessions
+# the input fields a binding fills: a bound call's (in its tool's input), and those of
+# beginTurn for an unbound call's own turn
+BOUND_FIELDS = {"turn": "turnId", "execution": "executionId", "invocation": "invocationId"}
+UNBOUND_FIELDS = {"session": "sessionId", "agent": "agentId"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +112,8 @@ class Turns:
     async def run(self, caller: Caller, binding: Binding, call: Call) -> Answer:
         """``call`` in the turn the binding says (the module docstring)."""
         if binding.turn is not None:
-            fields = {
-                "turnId": binding.turn,
-                "executionId": binding.execution,
-                "invocationId": binding.invocation,
-            }
-            return await call({k: v for k, v in fields.items() if v is not None})
+            named = {field: getattr(binding, key) for key, field in BOUND_FIELDS.items()}
+            return await call({k: v for k, v in named.items() if v is not None})
         try:
             place = await self._place(caller, binding)
         except Unnamed as exc:
@@ -139,7 +139,7 @@ class Turns:
         kept one (created on its first call), or, for an agent without sessions, the
         agent."""
         if binding.session is not None:
-            return {"sessionId": binding.session}
+            return {UNBOUND_FIELDS["session"]: binding.session}
         agent_id = _agent(caller, binding)
         key = (caller.key, binding.connection, agent_id)
         place = self._places.get(key)
@@ -166,7 +166,7 @@ class Turns:
         if agent is None:
             return answer
         if agent["sessionless"]:
-            return {"agentId": agent_id}
+            return {UNBOUND_FIELDS["agent"]: agent_id}
         created = await run(caller, CREATE_SESSION, {"input": {"agentId": agent_id}})
         if created.refused:
             return created

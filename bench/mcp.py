@@ -22,18 +22,18 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from bench import common, search
 from bench.request_path import served
 from memory_mcp.results import SELECTIONS
 from server.services import auth, turns
+from tests.mcp.clients import connected
 
 GRAPHQL = f"""mutation($turn: ID!, $q: String!) {{
   searchMemory(input: {{turnId: $turn, query: $q, limit: 10}}) {{ {SELECTIONS["search_memory"]} }}
@@ -50,17 +50,6 @@ def plan(quick: bool) -> dict[str, Any]:
         "bases": 200,
         "rounds": 60 if quick else 200,
     }
-
-
-@asynccontextmanager
-async def _mcp(base: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
-    async with (
-        httpx.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 def _p50(seconds: list[float]) -> float:
@@ -89,10 +78,8 @@ async def _measure(ctx: dict[str, Any], owner: common.Owner, p: dict[str, Any]) 
         http = await stack.enter_async_context(
             httpx.AsyncClient(base_url=base, headers=auth_header, timeout=60)
         )
-        bound = await stack.enter_async_context(
-            _mcp(base, {**auth_header, "Agent-Memory-Turn": turn})
-        )
-        unbound = await stack.enter_async_context(_mcp(base, auth_header))
+        bound = await stack.enter_async_context(connected(base, token, {"Agent-Memory-Turn": turn}))
+        unbound = await stack.enter_async_context(connected(base, token))
 
         async def graphql() -> None:
             r = await http.post(

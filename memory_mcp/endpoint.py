@@ -39,13 +39,9 @@ from memory_mcp.turns import Binding, Turns
 from resolvers.errors import unavailable
 from resolvers.guard import bearer_token
 from resolvers.ids import parse_id
-from server.database import Database
 from server.domain.config import HarnessConfig
-from server.embedding import Embedder
 from server.errors import DomainError, UnauthenticatedError
-from server.services.callers import Callers
 from server.services.chain import Caller
-from server.settings import Settings
 
 _log = logging.getLogger("agent_memory.mcp")
 
@@ -64,24 +60,12 @@ INSTRUCTIONS = (
 class McpEndpoint:
     """The ``/mcp`` ASGI app. ``run()`` belongs in the app's lifespan."""
 
-    def __init__(
-        self,
-        schema: Any,
-        *,
-        database: Database,
-        embedder: Embedder,
-        settings: Settings,
-        callers: Callers | None = None,
-        identity: Caller | None = None,
-    ) -> None:
-        self.database = database
-        self.callers = callers or Callers()
+    def __init__(self, operations: Operations, *, identity: Caller | None = None) -> None:
+        """``identity``: the caller of every request, none asked for (create_app's)."""
+        self.operations = operations
         self.identity = identity
-        self.operations = Operations(
-            schema, database=database, embedder=embedder, settings=settings, callers=callers
-        )
         self.turns = Turns(self.operations)
-        self.graphql = schema._schema
+        self.graphql = operations.schema._schema
         self.server: Server[Any, Request] = Server(
             "agent-memory", version=_version(), instructions=INSTRUCTIONS
         )
@@ -93,7 +77,9 @@ class McpEndpoint:
         }
         self.server.request_handlers.update(handlers)
         self.sessions = StreamableHTTPSessionManager(
-            self.server, json_response=True, max_request_body_size=settings.max_body_bytes
+            self.server,
+            json_response=True,
+            max_request_body_size=operations.settings.max_body_bytes,
         )
 
     def run(self) -> AbstractAsyncContextManager[None]:
@@ -132,9 +118,10 @@ class McpEndpoint:
         await self.sessions.handle_request({**scope, "user": owner, CALLER: caller}, receive, send)
 
     async def _authenticate(self, token: str) -> Caller:
-        assert self.database.sessionmaker is not None
-        async with self.database.sessionmaker() as db:
-            caller = await self.callers.caller(db, token=token)
+        sessionmaker = self.operations.database.sessionmaker
+        assert sessionmaker is not None
+        async with sessionmaker() as db:
+            caller = await self.operations.callers.caller(db, token=token)
             await db.commit()  # ends the read, keeping the prepared statements (resolvers.context)
         return caller
 

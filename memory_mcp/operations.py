@@ -82,7 +82,7 @@ class Operations:
         self.database = database
         self.embedder = embedder
         self.settings = settings
-        self.callers = callers
+        self.callers = callers or Callers()  # the server's kept callers (one lookup a request)
 
     async def run(self, caller: Caller, document: str, variables: dict[str, Any]) -> Answer:
         limit = self.settings.query_timeout_ms

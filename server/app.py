@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
 from memory_mcp.endpoint import McpEndpoint
+from memory_mcp.operations import Operations
 from resolvers.context import Credentials, make_context
 from resolvers.deadline import SCOPE_KEY
 from resolvers.guard import GraphQLGuard, bearer_token, error_body
@@ -142,11 +143,9 @@ def create_app(
     schema = build_schema(settings=settings, extensions=[metrics.extension()])
     graphql = _GraphQL(schema, services=services, dev=settings.dev)
     mcp = McpEndpoint(
-        schema,
-        database=db,
-        embedder=model,
-        settings=settings,
-        callers=services["callers"],
+        Operations(
+            schema, database=db, embedder=model, settings=settings, callers=services["callers"]
+        ),
         identity=caller,
     )
 

@@ -14,7 +14,7 @@ import pytest
 from mcp import McpError
 from mcp.types import CallToolResult
 
-from memory_mcp import tools
+from memory_mcp import results, tools
 from memory_mcp.operations import mutation
 from resolvers.schema import build_schema
 from server.domain.config import parse_config
@@ -501,3 +501,38 @@ async def test_no_session_for_an_agent_without_sessions(live: str, api: Api) -> 
     ]
     view = await _view(api, a.token, RECORD, id=added["memories"][0]["recordId"])
     assert view["agentMemory"]["scope"] == "AGENT" and view["agentMemory"]["session"] is None
+
+
+async def test_a_bound_search_sends_the_statements_search_memory_sends(
+    live: str, api: Api, agent: Agent
+) -> None:
+    """MCP adds no statement to a call: a bound search_memory sends what the same
+    searchMemory sends over /graphql (the token's lookup, the turn, the ranking, the
+    call's records), counted on the server's engine."""
+    s = agent.scenario
+    session = await s.session()
+    await s.committed("Hal drinks coffee", session)
+    turn = await s.turn(session)
+    document = mutation(
+        "Direct", "searchMemory", "SearchMemoryInput", results.SELECTIONS["search_memory"]
+    )
+    auth = {"authorization": f"Bearer {agent.token}"}
+    async with (
+        connected(live, agent.token, {"Agent-Memory-Turn": turn}) as mcp,
+        httpx.AsyncClient(base_url=live, headers=auth) as http,
+    ):
+
+        async def over_http(query: str) -> None:
+            variables = {"input": {"turnId": turn, "query": query}}
+            response = await http.post("/graphql", json={"query": document, "variables": variables})
+            assert "errors" not in response.json()
+
+        for query in ("warm", "up"):
+            _ok(await mcp.call_tool("search_memory", {"query": query}))
+            await over_http(query)
+        with api.count_statements():
+            _ok(await mcp.call_tool("search_memory", {"query": "what does Hal drink"}))
+        sent_over_mcp = api.statements
+        with api.count_statements():
+            await over_http("what does Hal drink")
+        assert sent_over_mcp == api.statements > 0

@@ -101,14 +101,26 @@ def recall(found: list[list[str]], qs: list[dict[str, Any]], k: int) -> float:
     return 100 * sum(scores) / len(scores)
 
 
-async def ours(
-    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
-) -> dict[str, list[list[str]]]:
-    db = await common.connect(url)
-    found: dict[str, list[list[str]]] = {m: [] for m in (*MODES, *EVERY)}
+def embed(convs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Every dialog turn's and question's vector, computed once and handed to each system."""
+    texts = sorted(
+        {t["text"] for c in convs for t in c["turns"]}
+        | {q["question"] for c in convs for q in c["questions"]}
+    )
+    model = common.embedder()
+    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
+    model.close()
+    return vec
+
+
+async def keep(
+    url: Any, db: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> list[tuple[common.Owner, dict[uuid.UUID, str]]]:
+    """Each conversation as one agent's memory, a record per dialog turn stamped with its
+    session's date: each agent, and the dia_id of each record."""
     pg_epoch = datetime(2000, 1, 1, tzinfo=UTC).timestamp()
+    owners = []
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
-        owners = []
         for c in convs:
             owner = await common.make_owner(
                 db, namespace=f"locomo{uuid.uuid4().hex[:6]}", config=common.MEMORY_CONFIG
@@ -126,6 +138,15 @@ async def ours(
             )
             owners.append((owner, {r: t["dia_id"] for r, t in zip(ids, c["turns"], strict=True)}))
         conn.execute("VACUUM ANALYZE memory_versions")
+    return owners
+
+
+async def ours(
+    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> dict[str, list[list[str]]]:
+    db = await common.connect(url)
+    found: dict[str, list[list[str]]] = {m: [] for m in (*MODES, *EVERY)}
+    owners = await keep(url, db, convs, vec)
     for c, (owner, dia) in zip(convs, owners, strict=True):
         agent, api = owner.reader(), Reader.for_api(agent_id=owner.agent_id)
         for q in c["questions"]:
@@ -221,13 +242,7 @@ def per_conversation(
 
 def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     convs = load(quick, data)
-    texts = sorted(
-        {t["text"] for c in convs for t in c["turns"]}
-        | {q["question"] for c in convs for q in c["questions"]}
-    )
-    model = common.embedder()
-    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
-    model.close()
+    vec = embed(convs)
     url, _ = common.database("bench_locomo", fresh=True)
     qs = [q for c in convs for q in c["questions"]]
     results: dict[str, list[list[str]]] = asyncio.run(ours(url, convs, vec))

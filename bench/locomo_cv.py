@@ -25,7 +25,6 @@ SQL's ranking, replayed.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 import uuid
@@ -114,11 +113,7 @@ GRID: dict[str, tuple[float | None, ...]] = {
 
 
 def grid(axes: dict[str, tuple[float | None, ...]], base: Constants = BASELINE) -> list[Constants]:
-    names = list(axes)
-    return [
-        replace(base, **dict(zip(names, values, strict=True)))
-        for values in itertools.product(*(axes[n] for n in names))
-    ]
+    return common.grid(axes, base)
 
 
 # -- the signals of one question, read once ---------------------------------------------

@@ -30,7 +30,6 @@ so that recency counts as it would for an agent asked then.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,7 +42,7 @@ import numpy as np
 import psycopg
 
 from bench import common
-from bench.locomo import DATA, load
+from bench.locomo import DATA, embed, keep, load
 from server.domain import bm25
 from server.domain.ranking_presets import DEFAULT_PRESET
 
@@ -91,11 +90,7 @@ GRID: dict[str, tuple[float, ...]] = {
 
 
 def grid(axes: dict[str, tuple[float, ...]], base: Constants = SERVER) -> list[Constants]:
-    names = list(axes)
-    return [
-        replace(base, **dict(zip(names, values, strict=True)))
-        for values in itertools.product(*(axes[n] for n in names))
-    ]
+    return common.grid(axes, base)
 
 
 # -- the signals of one question, read once ---------------------------------------------
@@ -431,36 +426,11 @@ async def _signals(db: Any, memory: Memory, asked: list[dict[str, Any]]) -> list
 async def keep_all(url: Any, convs: list[dict[str, Any]]) -> list[Kept]:
     """Each conversation as one agent's memory (as ``bench locomo`` keeps it), and each
     question's signals."""
-    texts = sorted(
-        {t["text"] for c in convs for t in c["turns"]}
-        | {q["question"] for c in convs for q in c["questions"]}
-    )
-    model = common.embedder()
-    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
-    model.close()
+    vec = embed(convs)
     db = await common.connect(url)
     kept = []
+    owners = await keep(url, db, convs, vec)
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
-        owners = []
-        for c in convs:
-            owner = await common.make_owner(
-                db, namespace=f"locomo{uuid.uuid4().hex[:6]}", config=common.MEMORY_CONFIG
-            )
-            said = [t["text"] for t in c["turns"]]
-            records = common.bulk_records(
-                conn,
-                owner,
-                vectors=np.array([vec[t] for t in said], dtype=np.float32),
-                texts=said,
-                text_of=np.arange(len(said)),
-                created_at=np.array(
-                    [(t["at"] - _PG_EPOCH) * 1e6 for t in c["turns"]], dtype=np.int64
-                ),
-            )
-            owners.append(
-                (owner, dict(zip(records, (t["dia_id"] for t in c["turns"]), strict=True)))
-            )
-        conn.execute("VACUUM ANALYZE memory_versions")
         for c, (owner, dia) in zip(convs, owners, strict=True):
             memory = _memory(conn, c["name"], owner, dia)
             asked = [q | {"vector": vec[q["question"]]} for q in c["questions"]]

@@ -22,12 +22,12 @@ A text that holds no term of the query is not a keyword match: a query such as
 with the query (and have no BM25 score).
 
 Candidate lists, with ``P = p.pool_size(limit) = max(limit * p.pool_factor,
-p.candidate_pool)`` and ``vrank``/``lrank`` 1-based positions::
+p.candidate_pool)``::
 
     V: candidates with cosine >= :min_score, ordered by cosine DESC,
-       created_at DESC, key ASC; the first P.    vrank = position in V
+       created_at DESC, key ASC; the first P.
     L: keyword matches, ordered by lexical DESC, created_at DESC, key ASC;
-       the first P.                              lrank = position in L
+       the first P.
 
 (Taking the top P by cosine and then dropping those under ``min_score`` gives
 the same V: the threshold only trims the tail. Storage reads L from the query

@@ -155,7 +155,7 @@ class Candidates:
         )
 
     def by_keywords(self, text: str) -> Any:
-        """The CTE ``l``: ``(key, created_at, lexical, lrank)``, ``lexical`` the BM25 score."""
+        """The CTE ``l``: ``(key, created_at, lexical)``, ``lexical`` the BM25 score."""
         source = self.source
         keywords = source.keywords
         assert keywords is not None
@@ -176,12 +176,7 @@ class Candidates:
             .limit(self.pool)
             .subquery("ltop")
         )
-        return select(
-            top,
-            func.row_number()
-            .over(order_by=(top.c.lexical.desc(), top.c.created_at.desc(), top.c.key))
-            .label("lrank"),
-        ).cte("l")
+        return select(top).cte("l")
 
     def _read(self, text: str) -> Any:
         """``(key, created_at, lexical)`` of the documents the postings find

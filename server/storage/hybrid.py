@@ -176,7 +176,14 @@ def build_search(
         .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
         .subquery("fused")
     )
-    both = _with_signals(fused, found, text=text, vector=vector).subquery("candidates")
+    # OFFSET 0: each candidate's signals computed here, once; inlined, the cosine and the
+    # BM25 probe would be computed again for every window and term of the blend that
+    # reads them
+    both = (
+        _with_signals(fused, found, text=text, vector=vector)
+        .offset(literal_column("0"))
+        .subquery("candidates")
+    )
     scored = _blended(both, now=now, preset=preset).subquery("scored")
     c = scored.c
     return _best_first(

@@ -219,7 +219,7 @@ async def _load(p: dict[str, Any], url: Any, model: Embedder) -> dict[str, Any]:
             vectors, _ = common.blend(bases, p["records"], seed=10 + i)
             text_of = np.random.default_rng(i).integers(0, len(bodies), p["records"])
             common.bulk_records(conn, owner, vectors=vectors, texts=bodies, text_of=text_of)
-        common.build_search_indexes(conn)
+        _build_indexes(conn)
     return {"db": db, "owners": owners, "bases": bases}
 
 
@@ -244,7 +244,7 @@ async def _ladder(p: dict[str, Any], cluster: LocalCluster, model: Embedder) -> 
             vectors, _ = common.blend(side["bases"], n, seed=n)
             text_of = np.random.default_rng(n).integers(0, len(bodies), n)
             common.bulk_records(conn, owner, vectors=vectors, texts=bodies, text_of=text_of)
-        common.build_search_indexes(conn)
+        _build_indexes(conn)
     rows: list[Any] = []
     out: dict[str, Any] = {}
     for n, owner in zip(p["ladder"], owners, strict=True):
@@ -275,6 +275,14 @@ async def _ladder(p: dict[str, Any], cluster: LocalCluster, model: Embedder) -> 
         rows,
     )
     return out
+
+
+def _build_indexes(conn: psycopg.Connection[Any]) -> None:
+    """The search indexes, each build (on Citus: each shard's, several at once on every
+    worker) within a node's own ``maintenance_work_mem`` and no parallel workers: with
+    the 4 GB of :func:`bench.common.build_search_indexes` the shards' builds ran the
+    machine out of memory."""
+    common.build_search_indexes(conn, memory=NODE_SETTINGS["maintenance_work_mem"], workers=0)
 
 
 def _queries(bases: np.ndarray, n: int) -> list[tuple[str, list[float]]]:

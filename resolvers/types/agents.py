@@ -111,7 +111,7 @@ class AgentType(Node):
     @strawberry.field(description="Every published version, oldest first.")
     async def versions(self, info: Info) -> list[AgentVersionType]:
         rows = await info.context.loaders.versions_of_agent.load(self.row.id)
-        return [AgentVersionType(row=v) for v in reversed(rows)]
+        return [AgentVersionType(row=v) for v in rows]
 
     @strawberry.field(
         description="The newest version; turns use it unless they name another. Null "

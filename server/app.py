@@ -117,11 +117,12 @@ def create_app(
     database: Database | None = None,
     embedder: Embedder | None = None,
     caller: Any = None,
+    address: str | None = None,
 ) -> Starlette:
     """Build the app. Tests pass their own database and embedder to share them. With
     ``caller`` (a ``server.services.chain.Caller``), every request acts as that caller and
     no token is asked for: for an application that authenticates its users itself, and
-    for tests."""
+    for tests. ``address``: where it serves, for the line that says it is ready."""
     db = database or Database(settings)
     model = embedder or Embedder(
         settings.embedding_model,
@@ -147,7 +148,7 @@ def create_app(
         if db.engine is None:
             await db.connect()
         await model.aload()
-        _log.info("agent-memory ready")
+        _log.info("agent-memory ready%s", f" on {address}" if address else "")
         try:
             yield
         finally:

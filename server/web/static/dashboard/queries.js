@@ -1,7 +1,7 @@
 // Every document the dashboard sends, one named operation each. Pages are small enough
 // that no document can ask for more than the server's default limits allow (5000
-// fields, pages of at most 100): tests/browser/test_queries.py checks each one against
-// schema.graphql and the cost limit.
+// fields, pages of at most 100): tests/http/test_dashboard_documents.py checks each one
+// against schema.graphql and the cost limit.
 
 
 export const NAMESPACES = `query Namespaces { namespaces }`;

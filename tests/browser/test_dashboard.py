@@ -269,3 +269,27 @@ def test_a_refused_view_says_which_grant_is_missing(
     expect(page.locator('#wrote [data-refused="memory"]')).to_be_visible()
     assert watched.errors == []
     assert {e["extensions"]["code"] for e in watched.graphql} == {"FORBIDDEN"}  # type: ignore[index]
+
+
+def test_an_address_the_page_cannot_serve_says_so(
+    watched: Watched, server: str, walked: Walked
+) -> None:
+    """An unknown view names itself and links home; a label filter without `=` says what
+    a filter is instead of being dropped; the page asks for no API address, since it may
+    only reach the server it comes from (its Content-Security-Policy: connect-src 'self')."""
+    page = watched.page
+    page.goto(f"{server}/dashboard")
+    expect(page.locator("#connect")).to_be_visible(timeout=TIMEOUT)
+    assert page.locator("#connect input").count() == 1  # the token, and no API address
+    expect(page.locator("main")).to_contain_text("reads the server it is served from")
+    page.goto(f"{server}/dashboard#token={walked.token}&view=nosuchview")
+    expect(page.locator("#unknown-view")).to_contain_text(
+        'no view named "nosuchview"', timeout=TIMEOUT
+    )
+    page.locator("#unknown-view a").click()
+    expect(page.locator('#namespaces a[data-ns="financial"]')).to_be_visible(timeout=TIMEOUT)
+
+    _open(watched, server, f"view=memory&ns=financial&agent={walked.agent}&label=customer_id")
+    expect(page.locator("#label-problem")).to_contain_text("name=value")
+    expect(page.locator("#records")).to_have_count(0)
+    watched.clean()

@@ -1,9 +1,11 @@
 // The GraphQL API, as the page calls it: one POST per document, the token from this
 // tab's session storage. Answers keep their data and their errors side by side, so a
-// view shows what it may and says what was refused.
+// view shows what it may and says what was refused. The page talks to the server it is
+// served from, and to no other: its Content-Security-Policy allows connections to its
+// own origin only (connect-src 'self').
 
 const TOKEN = "agent-memory-token";
-const ENDPOINT = "agent-memory-endpoint";
+export const ENDPOINT = "/graphql";
 
 export function token() {
   return sessionStorage.getItem(TOKEN) || "";
@@ -12,14 +14,6 @@ export function token() {
 export function setToken(value) {
   if (value) sessionStorage.setItem(TOKEN, value);
   else sessionStorage.removeItem(TOKEN);
-}
-
-export function endpoint() {
-  return sessionStorage.getItem(ENDPOINT) || "/graphql";
-}
-
-export function setEndpoint(value) {
-  sessionStorage.setItem(ENDPOINT, value || "/graphql");
 }
 
 export class ApiError extends Error {
@@ -35,13 +29,13 @@ export class ApiError extends Error {
 export async function gql(query, variables) {
   let response;
   try {
-    response = await fetch(endpoint(), {
+    response = await fetch(ENDPOINT, {
       method: "POST",
       headers: { "Content-Type": "application/json", Authorization: `Bearer ${token()}` },
       body: JSON.stringify({ query, variables: variables || {} }),
     });
   } catch (err) {
-    throw new ApiError("UNREACHABLE", `the API at ${endpoint()} cannot be reached (${err.message})`);
+    throw new ApiError("UNREACHABLE", `the API at ${ENDPOINT} cannot be reached (${err.message})`);
   }
   let body;
   try {

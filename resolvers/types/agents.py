@@ -59,6 +59,37 @@ class MemoryRecordFilter:
 
 
 @strawberry.input(
+    description="Which sessions to list; every field given must match, a null field matches "
+    "every session."
+)
+class SessionFilter:
+    started_after: datetime | None = strawberry.field(
+        default=None, description="Only sessions created at or after this time."
+    )
+    started_before: datetime | None = strawberry.field(
+        default=None, description="Only sessions created before this time."
+    )
+    has_failed_turns: bool | None = strawberry.field(
+        default=None,
+        description="True: only sessions with a turn that failed or rolled back; false: only "
+        "sessions without one.",
+    )
+    preview: bool | None = strawberry.field(
+        default=None,
+        description="True: only sessions with a turn in preview mode; false: only sessions "
+        "without one.",
+    )
+
+    def matching(self) -> reads.SessionFilter:
+        return reads.SessionFilter(
+            started_after=self.started_after,
+            started_before=self.started_before,
+            has_failed_turns=self.has_failed_turns,
+            preview=self.preview,
+        )
+
+
+@strawberry.input(
     name="MemoryAsOf",
     description="A moment of an agent's memory: a turn or a time, exactly one. The records "
     "that stood then, each as its version in force then (its status, text, kind and "
@@ -127,7 +158,14 @@ class AgentType(Node):
         permission_classes=[CanReadSessions],
     )
     async def sessions(
-        self, info: Info, first: First, after: After = None
+        self,
+        info: Info,
+        first: First,
+        after: After = None,
+        filter: Annotated[
+            SessionFilter | None,
+            strawberry.argument(description="Only the sessions that match; null: every one."),
+        ] = None,
     ) -> Connection[SessionType]:
         return await Connection.read(
             info,
@@ -136,7 +174,26 @@ class AgentType(Node):
             agent_id=self.row.id,
             first=first,
             after=after,
+            filter=filter.matching() if filter is not None else None,
         )
+
+    @strawberry.field(
+        description="The agent's session its runtime named externalId in createSession "
+        "(unique per agent); null when there is none. Needs SELECT on <namespace>.Session; "
+        "without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def session(
+        self,
+        info: Info,
+        external_id: Annotated[
+            str, strawberry.argument(description="The caller's own id for the session.")
+        ],
+    ) -> SessionType | None:
+        row = await reads.session_by_external_id(
+            info.context.db, agent_id=self.row.id, external_id=external_id
+        )
+        return SessionType(row=row) if row is not None else None
 
     @strawberry.field(
         description="The agent's committed memory records in any status, newest first. "

@@ -357,6 +357,19 @@ class SearchMemoryInput(BaseModel):
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
 
 
+class SessionFilter(BaseModel):
+    """Which sessions to list; every field given must match, a null field matches every session."""
+
+    started_after: Optional[datetime] = Field(validation_alias="startedAfter", serialization_alias="startedAfter", default=None)
+    "Only sessions created at or after this time."
+    started_before: Optional[datetime] = Field(validation_alias="startedBefore", serialization_alias="startedBefore", default=None)
+    "Only sessions created before this time."
+    has_failed_turns: Optional[bool] = Field(validation_alias="hasFailedTurns", serialization_alias="hasFailedTurns", default=None)
+    "True: only sessions with a turn that failed or rolled back; false: only sessions without one."
+    preview: Optional[bool] = None
+    "True: only sessions with a turn in preview mode; false: only sessions without one."
+
+
 class StartExecutionInput(BaseModel):
     """A helper or program to record inside a turn."""
 

@@ -255,9 +255,9 @@ def test_the_readme_install_line_of_a_local_clone_works_with_this_pip() -> None:
     for a local clone is one it takes."""
     readme = (ROOT / "README.md").read_text()
     [line] = re.findall(r'^pip install "(git\+file:///[^"]+)"', readme, re.M)
+    pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "-q"]
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "-q"]
-        + ["--no-build-isolation", line.replace("/path/to/agent-memory", str(ROOT))],
+        [*pip, "--no-build-isolation", line.replace("/path/to/agent-memory", str(ROOT))],
         capture_output=True,
         text=True,
         timeout=120,

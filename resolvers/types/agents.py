@@ -14,10 +14,11 @@ from resolvers.permissions import CanReadMemory, CanReadSessions
 from resolvers.types.base import LabelInput, Node, column, later, node_id, related
 from resolvers.types.enums import ListOrder, MemoryStatus, Scope
 from resolvers.types.pages import After, Connection, First
+from resolvers.types.usage import DayActivityType, DayMemoryType, UsageType
 from server import models
 from server.domain.config import memory_config_to_json
 from server.errors import BadInputError
-from server.services import history_reads, memory_as_of, reads
+from server.services import history_reads, memory_as_of, reads, usage
 from server.services.agents import config_of
 from server.services.memory_as_of import Moment
 
@@ -196,6 +197,48 @@ class AgentType(Node):
         return SessionType(row=row) if row is not None else None
 
     @strawberry.field(
+        description="Every model call of the agent's turns, added up, by model. Needs "
+        "SELECT on <namespace>.Session; without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def usage(self, info: Info) -> UsageType:
+        rows = await usage.of_agent(info.context.db, agent_id=self.row.id)
+        return UsageType.of(rows, info.context.settings.model_prices)
+
+    @strawberry.field(
+        description="The agent's work on each of its last days (UTC), oldest first: turns "
+        "begun, model calls and their tokens; every day, zero when nothing happened. "
+        "Needs SELECT on <namespace>.Session; without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def activity(
+        self,
+        info: Info,
+        days: Annotated[
+            int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")
+        ] = 30,
+    ) -> list[DayActivityType]:
+        found = await usage.daily_work(info.context.db, agent_id=self.row.id, days=days)
+        return [DayActivityType(found=d) for d in found]
+
+    @strawberry.field(
+        description="The memory records the agent's committed turns created on each of its "
+        "last days (UTC), oldest first. Needs SELECT on "
+        "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document; without "
+        "them, FORBIDDEN.",
+        permission_classes=[CanReadMemory],
+    )
+    async def memory_activity(
+        self,
+        info: Info,
+        days: Annotated[
+            int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")
+        ] = 30,
+    ) -> list[DayMemoryType]:
+        found = await usage.daily_records(info.context.db, agent_id=self.row.id, days=days)
+        return [DayMemoryType(found=d) for d in found]
+
+    @strawberry.field(
         description="The agent's committed memory records in any status, newest first. "
         "Needs SELECT on <namespace>.AgentMemory.indexes.* and on "
         "<namespace>.AgentMemory.document; without them, FORBIDDEN.",
@@ -326,6 +369,13 @@ class SessionType(Node):
             after=after,
             oldest_first=order is ListOrder.OLDEST_FIRST,
         )
+
+    @strawberry.field(
+        description="Every model call of the session's turns (every attempt), added up, by model."
+    )
+    async def usage(self, info: Info) -> UsageType:
+        rows = await info.context.loaders.usage_of_session.load(self.row.id)
+        return UsageType.of(rows, info.context.settings.model_prices)
 
     @strawberry.field(
         description="The events the session's committed turns kept as history, newest first."

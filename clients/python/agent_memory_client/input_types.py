@@ -302,6 +302,8 @@ class RecordInvocationInput(BaseModel):
     "Tokens the model read, 0 or more. Null or omitted: 0."
     output_tokens: Optional[int] = Field(validation_alias="outputTokens", serialization_alias="outputTokens", default=None)
     "Tokens the model wrote, 0 or more. Null or omitted: 0."
+    latency_ms: Optional[int] = Field(validation_alias="latencyMs", serialization_alias="latencyMs", default=None)
+    "How long the call took, in milliseconds, from the request to its last token: 0 to 86400000. Record the call when it ends. Null or omitted: not known."
 
 
 class RollbackTurnInput(BaseModel):

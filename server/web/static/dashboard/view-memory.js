@@ -5,7 +5,7 @@ import { gql } from "./api.js";
 import { badge, clear, el, empty, field, plural, section, shortId, timeEl, when } from "./dom.js";
 import { AS_OF_TURN, RECORD, RECORDS, SEARCH } from "./queries.js";
 import { problem } from "./panels.js";
-import { labelChips, recordLink } from "./render.js";
+import { labelChips, recordLink, recordState } from "./render.js";
 import { go, href } from "./route.js";
 import { more, refusedOrProblem } from "./view-agents.js";
 
@@ -108,7 +108,7 @@ export async function records(main, state) {
       table.tBodies[0].append(el("tr", { "data-record": r.id },
         el("td", {}, el("a", { href: link, text: r.current.summary }), r.pinned ? badge("pinned") : null),
         el("td", { text: r.current.kind }),
-        el("td", {}, badge(r.status), r.preview ? badge("preview") : null),
+        el("td", {}, recordState(r)),
         el("td", { text: r.scope.toLowerCase() }),
         el("td", {}, labelChips(r.current.labelList)),
         el("td", { text: r.versionsConnection.totalCount }),

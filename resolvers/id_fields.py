@@ -50,7 +50,7 @@ class Need(Enum):
 
 # Needs of the mutations of administrators and clients: the others are runtime operations.
 API_NEEDS = frozenset({Need.DELETE_MEMORY, Need.MANAGE_AGENT, Need.OPEN_SESSION})
-ROOTS = ("Query", "Mutation")
+ROOTS = ("Query", "Mutation", "Subscription")
 
 Rule = tuple[Kind | None, Need]
 _ANCHOR, _MEMBER = Need.AGENT_ITSELF, Need.IN_REACH
@@ -80,6 +80,7 @@ _RULES: dict[str, dict[str, Rule]] = {
     "Query.nodes": {"ids": (None, Need.EACH)},
     "Query.searchAgentMemory": {"agentId": (Kind.AGENT, Need.READ_MEMORY)},
     "Query.searchSessionHistory": {"agentId": (Kind.AGENT, Need.READ_SESSIONS)},
+    "Subscription.sessionTurns": {"sessionId": (Kind.SESSION, Need.READ)},
     "PublishAgentVersionInput": {"agentId": (Kind.AGENT, Need.MANAGE_AGENT)},
     "CreateSessionInput": {"agentId": (Kind.AGENT, Need.OPEN_SESSION)},
     "DeleteAgentMemoryInput": {"id": (Kind.MEMORY_RECORD, Need.DELETE_MEMORY)},

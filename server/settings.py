@@ -108,6 +108,15 @@ class Settings(BaseSettings):
         "`https://dash.example.com`; `*` for any); default none: no CORS headers.",
     )
 
+    subscription_poll_ms: int = Field(
+        default=1000,
+        ge=100,
+        description="How often a server process looks for the turns that began or ended in "
+        "the sessions its subscribers follow: one statement each time, whatever their number.",
+    )
+    max_subscriptions: int = Field(
+        default=100, ge=0, description="Subscriptions one server process serves at once."
+    )
     model_prices: dict[str, Price] = Field(
         default_factory=dict,
         description="The price of each model per million tokens, as JSON: "

@@ -163,7 +163,7 @@ def _user(text: str) -> dict[str, str]:
 def dashboard_documents() -> dict[str, str]:
     """The dashboard's documents, by operation name, as queries.js holds them."""
     text = QUERIES.read_text()
-    found = re.findall(r"`((?:query|mutation) (\w+)[^`]*)`", text)
+    found = re.findall(r"`((?:query|mutation|subscription) (\w+)[^`]*)`", text)
     return {name: document for document, name in found}
 
 
@@ -259,6 +259,8 @@ async def _time_reads(api: _Api, *, agent: str, session: str) -> dict[str, float
         },
         "Search": {"id": agent, "q": "what was said about the garden"},
         "Config": {"id": agent},
+        "AgentUsage": {"id": agent},
+        "HistorySearch": {"ns": "bench", "q": "what was said about the garden", "agent": agent},
     }
     asks["Records as of a turn"] = {"id": agent, "asOf": {"turnId": middle}}
     out: dict[str, float] = {}

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -192,6 +193,20 @@ def test_the_walkthroughs_data_in_every_view(
     watched.clean()
 
 
+BEGIN = "mutation($s: ID!) { beginTurn(input: {sessionId: $s}) { turn { id } } }"
+COMMIT = "mutation($t: ID!) { commitTurn(input: {turnId: $t}) { turn { id } } }"
+
+
+def _as_runtime(server: str, traced: Traced, query: str, **variables: str) -> dict[str, Any]:
+    answer = httpx.post(
+        f"{server}/graphql",
+        json={"query": query, "variables": variables},
+        headers={"authorization": f"Bearer {traced.runtime}"},
+    ).json()
+    assert not answer.get("errors"), answer
+    return dict(answer["data"])
+
+
 def _turn_id(server: str, traced: Traced, number: int) -> str:
     query = """query($s: ID!) { session(id: $s) {
       turns(first: 10, order: OLDEST_FIRST) { edges { node { id number } } } } }"""
@@ -219,10 +234,23 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     expect(turns).to_have_count(25, timeout=TIMEOUT)
     expect(turns.first).to_contain_text(f"#{traced.turns}")  # newest first
     expect(turns.first).to_have_class("selected")
+    # live: a turn the runtime begins appears on top and opens, and so does its commit
+    expect(page.locator("#live")).to_have_text("● live")
+    begun = _as_runtime(server, traced, BEGIN, s=traced.session)["beginTurn"]["turn"]["id"]
+    newest = page.locator(f'#turns li[data-turn="{begun}"]')
+    expect(newest).to_contain_text("open", timeout=TIMEOUT)
+    expect(turns.first).to_have_attribute("data-turn", begun)
+    expect(page.locator(".turn-head h2")).to_contain_text(f"Turn {traced.turns + 1}")
+    _as_runtime(server, traced, COMMIT, t=begun)
+    expect(newest).to_contain_text("committed", timeout=TIMEOUT)
+    expect(page.locator(".turn-head h2")).to_contain_text("committed", timeout=TIMEOUT)
+    _shot(page, shots / "dashboard-live.png")
+    page.reload()
+    expect(turns).to_have_count(25, timeout=TIMEOUT)
     assert page.locator('#turns li[data-number="5"]').count() == 0  # not on the first page
     expect(page.locator("main .page-head .facts")).to_contain_text(
-        str(traced.turns + 1)
-    )  # one retried
+        str(traced.turns + 2)
+    )  # one retried, one begun live
     for shown in (50, 75, 100, 125):
         page.locator("main button.more").first.click()
         expect(turns).to_have_count(shown, timeout=TIMEOUT)
@@ -273,7 +301,7 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     expect(page.locator("#records tbody tr")).not_to_have_count(25, timeout=TIMEOUT)
 
     _open(watched, server, f"view=sessions&{base}")
-    expect(page.locator("#sessions")).to_contain_text(str(traced.turns + 1))
+    expect(page.locator("#sessions")).to_contain_text(str(traced.turns + 2))
     # found by the runtime's own id, by how its turns went, by what was said in it
     page.locator("#find-session input").fill("trace-200")
     page.locator("#find-session button").click()

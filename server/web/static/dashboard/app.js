@@ -128,6 +128,7 @@ async function render() {
   }
   const mine = ++rendering;
   const name = state.view || (state.agent ? "agent" : state.ns ? "agents" : "home");
+  if (name !== "session") trace.leave();
   let box = main.firstElementChild;
   const inPlace = name === "session" && box && box.dataset.session === state.session;
   if (!inPlace) {
@@ -162,6 +163,7 @@ function connect(event) {
 }
 
 function disconnect() {
+  trace.leave();
   setToken("");
   cache.namespaces = null;
   cache.agents.clear();

@@ -96,6 +96,15 @@ export const SESSION = `query Session($id: ID!, $after: String) {
   }
 }`;
 
+// The session's turns as they begin and end (over the WebSocket: api.js subscribe).
+export const SESSION_TURNS = `subscription SessionTurns($id: ID!) {
+  sessionTurns(sessionId: $id) {
+    id number attempt status preview error createdAt endedAt
+    replayOf { id number } retryOf { id number }
+    usage { inputTokens outputTokens cost }
+  }
+}`;
+
 export const TURN = `query Turn($id: ID!) {
   turn(id: $id) {
     id number attempt status preview error createdAt endedAt

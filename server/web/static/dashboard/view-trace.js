@@ -3,16 +3,24 @@
 // tools were given and gave, the review's decisions, what it recalled and retrieved, and
 // what it wrote to memory.
 
-import { gql } from "./api.js";
+import { gql, subscribe } from "./api.js";
 import { badge, clear, cost, count, duration, el, empty, field, millis, plural, section, shortId, svg, timeEl, when } from "./dom.js";
-import { SESSION, TRANSCRIPT, TURN, USES, WROTE } from "./queries.js";
+import { SESSION, SESSION_TURNS, TRANSCRIPT, TURN, USES, WROTE } from "./queries.js";
 import { loading, problem } from "./panels.js";
 import { describe, eventNode, recordLink, recordState, usageFacts } from "./render.js";
-import { href } from "./route.js";
+import { current, go, href } from "./route.js";
 import { more, refusedOrProblem } from "./view-agents.js";
 
 // how far a link to an older turn may page back to show it in the list (25 a page)
 const SEEK_PAGES = 40;
+// the live updates of the session shown: a function that ends them
+let live = null;
+
+// Leaving the session: its live updates end.
+export function leave() {
+  if (live) live();
+  live = null;
+}
 
 export async function session(main, state) {
   if (main.dataset.session === state.session && document.getElementById("turns")) {
@@ -31,6 +39,7 @@ export async function session(main, state) {
   const list = el("ol", { class: "turn-list", id: "turns" });
   const count = el("span", { class: "muted" });
   const latest = el("a", { class: "latest", id: "latest", text: "Latest turn ↑" });
+  const indicator = el("span", { class: "live", id: "live", text: "● live", title: "new turns appear as they begin and end" });
   clear(main,
     el("header", { class: "page-head" },
       el("h1", {}, "Session ", s.externalId ? el("span", { text: s.externalId }) : null, " ", shortId(s.id)),
@@ -38,7 +47,7 @@ export async function session(main, state) {
         field("started", timeEl(s.createdAt)), field("turns", count), usageFacts(s.usage))),
     el("div", { class: "trace" },
       el("nav", { class: "turns-pane", "aria-label": "turns" },
-        el("p", { class: "turns-head" }, latest, el("span", { class: "muted", text: " newest first" })), list),
+        el("p", { class: "turns-head" }, latest, el("span", { class: "muted", text: " newest first" }), indicator), list),
       el("div", { class: "turn-pane", id: "turn" })));
   const pages = { last: s.turns };
   list.pages = pages;
@@ -53,9 +62,45 @@ export async function session(main, state) {
     history.replaceState(null, "", href({ ...state, turn: newest.id }));
     state = { ...state, turn: newest.id };
   }
+  follow(state, list, count, latest, indicator);
   await seek(state);
   select(state);
   await turn(state);
+}
+
+// Turns as they begin and end, through the sessionTurns subscription: a new one goes on
+// top (and is opened, when the newest was), one that changed is redrawn in place.
+function follow(state, list, count, latest, indicator) {
+  leave();
+  live = subscribe(SESSION_TURNS, { id: state.session }, {
+    next: ({ data }) => {
+      const t = data.sessionTurns;
+      const now = current();
+      const shown = list.querySelector(`li[data-turn="${t.id}"]`);
+      const item = turnItem(now, t);
+      if (shown) {
+        shown.replaceWith(item);
+        if (now.turn === t.id) turn(now);
+      } else {
+        const newest = list.querySelector("li[data-turn]");
+        list.querySelector("li.empty")?.remove();
+        list.prepend(item);
+        item.classList.add("arrived");
+        count.textContent = String(Number(count.textContent) + 1);
+        latest.setAttribute("href", href({ ...now, turn: t.id }));
+        if (!now.turn || (newest && now.turn === newest.dataset.turn)) {
+          go({ ...now, turn: t.id });
+          return;
+        }
+      }
+      select(now);
+    },
+    stopped: (reason) => {
+      indicator.classList.add("off");
+      indicator.textContent = "○ not live";
+      indicator.title = reason.message;
+    },
+  });
 }
 
 function turnItem(state, t) {

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from resolvers.types.memory import MemoryRecordType
     from resolvers.types.turns import TurnType
 
+# how many days an agent's day-by-day fields cover
+Days = Annotated[int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")]
+
 _TURNS = "resolvers.types.turns"
 _MEMORY = "resolvers.types.memory"
 _HISTORY = "resolvers.types.history"
@@ -214,9 +217,7 @@ class AgentType(Node):
     async def activity(
         self,
         info: Info,
-        days: Annotated[
-            int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")
-        ] = 30,
+        days: Days = 30,
     ) -> list[DayActivityType]:
         found = await usage.daily_work(info.context.db, agent_id=self.row.id, days=days)
         return [DayActivityType(found=d) for d in found]
@@ -231,9 +232,7 @@ class AgentType(Node):
     async def memory_activity(
         self,
         info: Info,
-        days: Annotated[
-            int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")
-        ] = 30,
+        days: Days = 30,
     ) -> list[DayMemoryType]:
         found = await usage.daily_records(info.context.db, agent_id=self.row.id, days=days)
         return [DayMemoryType(found=d) for d in found]

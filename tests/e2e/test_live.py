@@ -38,9 +38,22 @@ async def _send(ws: Any, message: dict[str, Any]) -> None:
     await ws.send(json.dumps(message))
 
 
+async def _follow(ws: Any, id_: str, session: str) -> None:
+    payload = {"query": FOLLOW, "variables": {"s": session}}
+    await _send(ws, {"id": id_, "type": "subscribe", "payload": payload})
+
+
 async def _next(ws: Any, timeout: float = 15) -> dict[str, Any]:
     message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), timeout))
     return message
+
+
+def _errors(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """An answer's errors: a next message's, or an error message's."""
+    found: list[dict[str, Any]] = (
+        answer["payload"]["errors"] if answer["type"] == "next" else answer["payload"]
+    )
+    return found
 
 
 async def _connected(server: str, token: str, **headers: str) -> Any:
@@ -69,14 +82,7 @@ async def test_a_reader_follows_turns_as_they_begin_and_commit(
 ) -> None:
     ws = await _connected(server, reader)
     try:
-        await _send(
-            ws,
-            {
-                "id": "1",
-                "type": "subscribe",
-                "payload": {"query": FOLLOW, "variables": {"s": seeded.session_id}},
-            },
-        )
+        await _follow(ws, "1", seeded.session_id)
         await asyncio.sleep(1.5)  # the watch has looked once: what happens from now on
         begun = await _call(server, seeded.runtime_token, BEGIN, s=seeded.session_id)
         turn = begun["beginTurn"]["turn"]["id"]
@@ -90,14 +96,7 @@ async def test_a_reader_follows_turns_as_they_begin_and_commit(
         assert committed == {**committed, "id": turn, "status": "COMMITTED"}
 
         # one subscription per connection
-        await _send(
-            ws,
-            {
-                "id": "2",
-                "type": "subscribe",
-                "payload": {"query": FOLLOW, "variables": {"s": seeded.session_id}},
-            },
-        )
+        await _follow(ws, "2", seeded.session_id)
         refused = await _next(ws)
         assert refused["type"] == "error" and refused["id"] == "2"
         assert "limit" in refused["payload"][0]["message"]
@@ -117,17 +116,10 @@ async def test_a_reader_without_the_session_grant_is_refused(
     am(database_url, ["policy", "bind", seeded.namespace, "live-agents", "--principal", token[:12]])
     ws = await _connected(server, token)
     try:
-        await _send(
-            ws,
-            {
-                "id": "1",
-                "type": "subscribe",
-                "payload": {"query": FOLLOW, "variables": {"s": seeded.session_id}},
-            },
-        )
+        await _follow(ws, "1", seeded.session_id)
         answer = await _next(ws)
         assert answer["type"] in ("next", "error")
-        errors = answer["payload"]["errors"] if answer["type"] == "next" else answer["payload"]
+        errors = _errors(answer)
         assert errors[0]["extensions"]["code"] == "FORBIDDEN"
         assert f"SELECT {seeded.namespace}.Session" in errors[0]["message"]
     finally:
@@ -140,19 +132,12 @@ async def test_a_revoked_token_ends_the_subscription_at_the_next_turn(
     token = dashboard_token(database_url, seeded.namespace)
     ws = await _connected(server, token)
     try:
-        await _send(
-            ws,
-            {
-                "id": "1",
-                "type": "subscribe",
-                "payload": {"query": FOLLOW, "variables": {"s": seeded.session_id}},
-            },
-        )
+        await _follow(ws, "1", seeded.session_id)
         await asyncio.sleep(1.5)
         am(database_url, ["token", "revoke", token[:12]])
         begun = await _call(server, seeded.runtime_token, BEGIN, s=seeded.session_id)
         answer = await _next(ws)
-        errors = answer["payload"]["errors"] if answer["type"] == "next" else answer["payload"]
+        errors = _errors(answer)
         assert errors[0]["extensions"]["code"] == "UNAUTHENTICATED"
         assert "data" not in answer["payload"] or not answer["payload"].get("data")
         await _call(server, seeded.runtime_token, COMMIT, t=begun["beginTurn"]["turn"]["id"])
@@ -167,7 +152,7 @@ async def test_only_subscriptions_over_the_websocket_and_none_over_http(
     try:
         await _send(ws, {"id": "1", "type": "subscribe", "payload": {"query": "{ namespaces }"}})
         answer = await _next(ws)
-        errors = answer["payload"]["errors"] if answer["type"] == "next" else answer["payload"]
+        errors = _errors(answer)
         assert errors[0]["extensions"]["code"] == "BAD_INPUT"
     finally:
         await ws.close()

@@ -2,7 +2,7 @@
 
 import { gql } from "./api.js";
 import { chart } from "./chart.js";
-import { cost, count, clear, el, empty, field, millis, plural, section, shortId, timeEl } from "./dom.js";
+import { badge, clear, cost, count, el, empty, field, millis, plural, section, shortId, timeEl } from "./dom.js";
 import { AGENT, AGENTS, AGENT_MEMORY_DAYS, AGENT_USAGE, HISTORY_SEARCH, RECENT_MEMORY, RECENT_SESSIONS, SESSION_BY_EXTERNAL_ID, SESSIONS } from "./queries.js";
 import { problem, refused } from "./panels.js";
 import { recordState, usageFacts } from "./render.js";
@@ -275,13 +275,9 @@ async function historySearch(box, state, filter) {
           el("a", { href: href(base) }, h.session.externalId || "session", " ", shortId(h.session.id)), " · ",
           el("a", { href: href({ ...base, turn: h.turn.id }), class: "hit-turn", text: h.header }),
           state.all ? el("span", { class: "muted", text: ` · ${agent.name}` }) : null,
-          h.preview ? badgeText("preview") : null,
+          h.preview ? badge("preview") : null,
           el("span", { class: "score", text: `score ${h.score.toFixed(2)}` })),
         el("p", { class: "text", text: h.text }),
         h.parts > 1 ? el("p", { class: "muted", text: `part ${h.part} of ${h.parts}` }) : null);
     })) : empty("Nothing said in these sessions matched.")));
-}
-
-function badgeText(text) {
-  return el("span", { class: `badge badge-${text}`, text });
 }

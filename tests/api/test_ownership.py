@@ -111,7 +111,7 @@ def test_every_id_place_has_an_ownership_rule() -> None:
     (resolvers/id_fields.py): a field without a rule fails here (and refuses its
     operation: fail closed)."""
     unmapped = []
-    for root in ("Query", "Mutation"):
+    for root in ("Query", "Mutation", "Subscription"):  # the subscription: tests/e2e/test_live.py
         for field, definition in GRAPHQL.get_type(root).fields.items():  # type: ignore[union-attr]
             try:
                 slots_of(root, field, definition)

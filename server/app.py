@@ -21,6 +21,8 @@ from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types.unset import UNSET
 
+from memory_mcp.endpoint import McpEndpoint
+from memory_mcp.operations import Operations
 from resolvers.context import Credentials, make_context
 from resolvers.deadline import SCOPE_KEY
 from resolvers.errors import mask_uncoded
@@ -167,6 +169,12 @@ def create_app(
     metrics = Metrics(database=db, embedder=model)
     schema = build_schema(settings=settings, extensions=[metrics.extension()])
     graphql = _GraphQL(schema, services=services, settings=settings)
+    mcp = McpEndpoint(
+        Operations(
+            schema, database=db, embedder=model, settings=settings, callers=services["callers"]
+        ),
+        identity=caller,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -176,7 +184,8 @@ def create_app(
         await model.aload()
         _log.info("agent-memory ready%s", f" on {address}" if address else "")
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             if owned:
                 await db.dispose()
@@ -193,6 +202,7 @@ def create_app(
                 "/graphql", GraphQLGuard(graphql, settings=settings, require_token=caller is None)
             ),
             WebSocketRoute("/graphql", graphql),
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),
             *web.routes(settings),

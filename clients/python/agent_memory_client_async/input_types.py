@@ -138,7 +138,7 @@ class CreateSessionInput(BaseModel):
     agent_id: str = Field(validation_alias="agentId", serialization_alias="agentId")
     "The agent; it must have sessions."
     external_id: Optional[str] = Field(validation_alias="externalId", serialization_alias="externalId", default=None)
-    "The caller's own id for the session; null: none."
+    "The caller's own id for the session (a chat thread's, a ticket's), up to 200 characters; unique per agent: a second session of the agent naming it is CONFLICT. Agent.session(externalId:) finds it. Null: none."
 
 
 class DeleteAgentMemoryInput(BaseModel):

@@ -124,7 +124,12 @@ async def begin_turn(
     max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
     pins = await pinned_list(db, reader=reader_for(turn, config), max_tokens=max_tokens)
     notes = [pins.note] if pins.note else []
+    if await _has_history(db, turn, config):
+        notes.append(SEARCH_FIRST)
+    # the instructions as given: the pinned lines, then the notes (R30, R31, R64)
     payload: dict[str, Any] = {"omitted": _versions(pins.omitted)} if pins.omitted else {}
+    if notes:
+        payload["notes"] = notes
     await append_event(
         db,
         turn=turn,
@@ -136,8 +141,6 @@ async def begin_turn(
             **payload,
         },
     )
-    if await _has_history(db, turn, config):
-        notes.append(SEARCH_FIRST)
     return BegunTurn(turn=turn, execution=execution, pinned=pins.shown, notes=notes)
 
 

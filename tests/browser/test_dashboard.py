@@ -145,6 +145,9 @@ def test_the_walkthroughs_data_in_every_view(
     turns.nth(1).locator("a").click()
     expect(page.locator(".turn-head h2")).to_contain_text("Turn 2", timeout=TIMEOUT)
     expect(page.locator("#wrote")).to_contain_text("preview deletion")
+    expect(page.locator("#conversation .pinned-lines")).to_contain_text(
+        "Always confirm identity before account changes", timeout=TIMEOUT
+    )
     page.locator(".as-of-link").click()
     expect(page.locator("#moment")).to_contain_text("As it stood when turn 2", timeout=TIMEOUT)
     records = page.locator("#records tbody tr")
@@ -268,6 +271,8 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     conversation = page.locator("#conversation")
     expect(conversation.locator('[data-type="USER_MESSAGE"]')).to_contain_text("Remember this")
     expect(conversation.locator(".tool-call")).to_contain_text("calendar")
+    # the instructions as given: the pinned lines, then the note to search history first
+    expect(conversation.locator(".instruction-note")).to_contain_text("search_history")
     expect(page.locator("#executions")).to_contain_text("bench-model")
     expect(page.locator("#retrieved")).to_contain_text("search_memory")
     expect(page.locator("#executions [data-invocation]").first).to_contain_text("ms")  # latency

@@ -120,11 +120,12 @@ export function eventNode(state, e) {
       }
       return wrap(kind, who, describe(p));
     }
-    case "MEMORY_PINNED":
-      return wrap("system", "Instructions: the pinned memory", hidden || [
+    case "MEMORY_PINNED":  // the instructions as given: the pinned lines, then the notes
+      return wrap("system", "Instructions given to the model", hidden || [
         (p.lines || []).length ? el("ul", { class: "pinned-lines" }, p.lines.map((l) => el("li", { text: l })))
           : el("p", { class: "muted", text: "nothing pinned" }),
-        (p.omitted || []).length ? el("p", { class: "muted", text: `${p.omitted.length} older pinned records not listed` }) : null,
+        (p.notes || []).map((n) => el("p", { class: "text instruction-note", text: n })),
+        !p.notes && (p.omitted || []).length ? el("p", { class: "muted", text: `${p.omitted.length} older pinned records not listed` }) : null,
       ]);
     case "USAGE":
       return wrap("system", "Model usage", hidden || el("p", { class: "muted",

@@ -275,6 +275,8 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     expect(conversation.locator(".instruction-note")).to_contain_text("search_history")
     expect(page.locator("#executions")).to_contain_text("bench-model")
     expect(page.locator("#retrieved")).to_contain_text("search_memory")
+    expect(page.locator("#tool-calls .payload-records li").first).to_be_visible()
+    expect(page.locator("main")).not_to_contain_text("undefined")  # a found record has no status
     expect(page.locator("#executions [data-invocation]").first).to_contain_text("ms")  # latency
     turn99 = page.url
     page.goto("about:blank")

@@ -48,7 +48,7 @@ export function recordState(r) {
     return el("span", { class: "preview-deletion", title: "a preview turn deleted it; live turns still see the record" },
       badge("preview deletion"), " ");
   }
-  return el("span", {}, badge(r.status), r.preview ? badge("preview") : null, " ");
+  return el("span", {}, r.status ? badge(r.status) : null, r.preview ? badge("preview") : null, " ");
 }
 
 // Model usage: calls, tokens, model time and cost (in the server's price table's currency).

@@ -309,7 +309,7 @@ function result(state, n) {
   const records = [...(out.memories || []), ...(out.sources || []), ...(out.records || [])];
   if (records.length) {
     return el("ul", { class: "payload-records" }, records.map((r) => el("li", {},
-      recordState(r), recordLink(state, r.id, r.summary))));
+      recordState(r), r.status ? null : el("span", { class: "kind", text: r.kind || "" }), " ", recordLink(state, r.id, r.summary))));
   }
   if (Array.isArray(out.events)) {
     return el("p", { class: "muted", text: out.events.length

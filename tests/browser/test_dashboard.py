@@ -92,6 +92,8 @@ def test_the_walkthroughs_data_in_every_view(
     # usage and the last 30 days, drawn by the bundled chart library
     expect(page.locator("#usage")).to_contain_text("900 in / 80 out")
     expect(page.locator('#by-model tr[data-model="your-model"]')).to_contain_text("900")
+    # priced by the server's table: 900 tokens in at 2, 80 out at 10 per million
+    expect(page.locator("#usage")).to_contain_text("0.0026")
     expect(page.locator("#activity-chart canvas")).to_be_visible()
     # the preview turn's deletion reads as one, not as the record gone
     expect(page.locator("#recent-memory")).to_contain_text("preview deletion")

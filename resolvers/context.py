@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from server.services.callers import Callers
 from server.services.chain import Caller
 from server.services.tools import CallRef
 from server.settings import Settings
+
+_log = logging.getLogger("agent_memory.errors")
 
 
 @dataclass
@@ -108,8 +111,16 @@ class Context:
         try:
             if session.in_transaction() and session.is_active:
                 await session.commit()
+        except Exception:
+            # the answer is made: a read-only transaction that cannot end well (its
+            # connection was lost) has nothing to keep, and must not turn the answer
+            # into an error; closing the session rolls it back and returns the connection
+            _log.warning("the operation's read-only transaction did not commit", exc_info=True)
         finally:
-            await session.close()
+            try:
+                await session.close()
+            except Exception:
+                _log.warning("the operation's session did not close", exc_info=True)
 
 
 async def _commit(db: AsyncSession) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ class Context:
     response: Any = None
     deadline: Deadline | None = None
     callers: Callers | None = None  # the server's kept callers; None: built every time
+    # the open turn the running mutation acts in (or began): the one whose staged memory
+    # its answer shows (R12); None in a query, where no turn acts
+    acting_turn: uuid.UUID | None = None
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
     decisions: dict[Any, Any] = field(default_factory=dict, repr=False)

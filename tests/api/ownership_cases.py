@@ -349,16 +349,16 @@ def kind_of(world: World, id_: str) -> Kind:
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
+def ids_in(value: Any) -> set[str]:
+    """The ids (UUIDs, lowercased) anywhere in ``value``."""
+    return {i.lower() for i in _UUID.findall(json.dumps(value))}
+
+
 def unsent_ids(result: Any, variables: dict[str, Any]) -> list[str]:
     """The ids an answer's errors name that the caller did not send (docs/security.md:
     an error names only what the caller gave)."""
-    sent = {i.lower() for i in _UUID.findall(json.dumps(variables))}
-    named = [
-        i
-        for e in result.errors or []
-        for i in _UUID.findall(f"{e.message} {json.dumps(e.extensions or {})}")
-    ]
-    return [i for i in named if i.lower() not in sent]
+    named = ids_in([(e.message, e.extensions or {}) for e in result.errors or []])
+    return sorted(named - ids_in(variables))
 
 
 def answer(result: Any, id_: str) -> tuple[Any, ...]:

@@ -17,19 +17,23 @@ or without an ownership rule (resolvers/id_fields.py) fails this module.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import psycopg
 import pytest
 from graphql import GraphQLField, GraphQLObjectType
+from mcp import types
 from sqlalchemy.engine import URL
 
 from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
 from resolvers.kinds import BY_TYPE, Kind
 from resolvers.ownership import check
 from server import migrate
+from server.app import create_app
 from server.database import Database
 from server.embedding import Embedder
 from server.settings import Settings
@@ -39,6 +43,7 @@ from tests.api.ownership_cases import (
     CASES,
     GRAPHQL,
     PLACES,
+    RUNTIMES,
     SCHEMA,
     Case,
     Path,
@@ -51,11 +56,13 @@ from tests.api.ownership_cases import (
     context_as,
     document,
     expected,
+    ids_in,
     kind_of,
     replaced,
     unsent_ids,
     value_at,
 )
+from tests.api.ownership_mcp import MCP_CASES, McpPlace, base_call, refused_at, substituted
 from tests.api.ownership_reads import (
     LOOKUPS,
     NODE_CASES,
@@ -77,6 +84,8 @@ from tests.api.ownership_world import (
     snapshot,
 )
 from tests.conftest import Api
+from tests.live_server import served
+from tests.mcp.clients import connected
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +202,78 @@ async def _run(world: World, case: Case, variables: dict[str, Any]) -> Any:
         variable_values=variables,
         context_value=context_as(world, CALLERS[case.caller](world)),
     )
+
+
+@pytest.fixture(scope="module")
+async def mcp_servers(world: World) -> AsyncIterator[dict[str, str]]:
+    """A live server for each runtime the MCP cases call as (its caller given, as an
+    application that authenticates its users itself gives it)."""
+    api = world.api
+    async with AsyncExitStack() as stack:
+        urls = {}
+        for caller in RUNTIMES:
+            app = create_app(
+                api.settings,
+                database=api.database,
+                embedder=api.embedder,
+                caller=CALLERS[caller](world),
+            )
+            urls[caller] = await stack.enter_async_context(served(app))
+        yield urls
+
+
+@pytest.mark.parametrize("case", MCP_CASES, ids=lambda c: f"{c[0].tool}:{c[0].key}:{c[1]}")
+async def test_a_foreign_id_in_an_mcp_call_is_refused_and_changes_nothing(
+    world: World,
+    baseline: dict[str, dict[str, str]],
+    mcp_servers: dict[str, str],
+    case: tuple[McpPlace, str],
+) -> None:
+    """The same for MCP (memory_mcp): each id place of each tool's arguments, and the
+    turn, execution, model call, session or agent a call's _meta names, holding an
+    object at each distance the GraphQL field it becomes must refuse: answered as the
+    same call with an unknown id is (a tool result with isError and the same error; in a
+    search's ids, left out), no error naming an id the call did not send, and no table
+    changed. One rule, one place: the ownership table decides for MCP calls too."""
+    place, caller = case
+    listed = place.many and not place.bound
+    before = baseline["rows"]
+    async with connected(mcp_servers[caller], "given") as mcp:
+        # the tools as the base call's binding lists them: the client checks a result
+        # against its tool's output schema, and a runtime of many agents lists none unbound
+        bound = types.RequestParams.Meta(**base_call(world, place.tool)[1])
+        await mcp.list_tools(params=types.PaginatedRequestParams(_meta=bound))
+        for distance, want in refused_at(place, caller):
+            foreign = world.at[place.rule[0]][distance]
+            arguments, meta = substituted(world, place, foreign)
+            if want == ABSENT and listed:  # the search runs and records its call
+                assert await snapshot(world.api) == before
+            result = await mcp.call_tool(place.tool, arguments, meta=meta)
+            named = ids_in((result.structuredContent or {}).get("error"))
+            assert named <= ids_in([arguments, meta]), (distance, result.structuredContent)
+            if want == ABSENT:
+                unknown = str(uuid.uuid4())
+                arguments, meta = substituted(world, place, unknown)
+                as_unknown = await mcp.call_tool(place.tool, arguments, meta=meta)
+                assert _mcp_answer(result, foreign) == _mcp_answer(as_unknown, unknown)
+                if listed:
+                    assert not result.isError, (distance, result.structuredContent)
+                    before = await snapshot(world.api)
+                    continue
+            assert result.isError, (distance, result.structuredContent)
+            error = (result.structuredContent or {})["error"]
+            assert error["code"] == ("NOT_FOUND" if want == ABSENT else want), (distance, error)
+    now = await snapshot(world.api)
+    baseline["rows"] = now
+    assert now == before, f"changed: {[t for t in now if now[t] != before[t]]}"
+
+
+def _mcp_answer(result: Any, id_: str) -> tuple[bool, str]:
+    """What a caller learns from a tool result naming ``id_``: whether it is an error,
+    and the error or the results found, with ``id_`` written as ``<id>``."""
+    content = result.structuredContent or {}
+    shown = content["error"] if result.isError else content.get("results")
+    return result.isError, json.dumps(shown).replace(id_, "<id>")
 
 
 def _outcome(result: Any, path: tuple[str | int, ...]) -> tuple[str, Any]:

@@ -199,7 +199,11 @@ async def test_every_step_down_and_up_gives_back_every_row_or_refuses_naming_its
         changed = {t for t in before.keys() | after.keys() if before.get(t) != after.get(t)}
         if forced:
             assert changed and changed <= LOSSES[revision][1], (revision, changed)
+            # what the loss leaves reads alike everywhere once up at head (below 0007 an
+            # API deletion has no version by design); then back to where the walk was
+            migrate.upgrade(fresh_url)
             assert _incoherent(fresh_url) == 0, revision
+            migrate.downgrade(fresh_url, revision)
         else:
             assert revision not in LOSSES, f"{revision} lost nothing yet says it would"
             assert changed == RENEWED.get(revision, set()), (revision, changed)

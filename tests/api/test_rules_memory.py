@@ -843,6 +843,7 @@ async def test_r26_add_memory_is_an_execution_listing_the_records_written(api: A
         (new, "ACTIVE"),
         (old, "SUPERSEDED"),
     ]
+    await s.commit(turn)  # an open turn's memory tools read as staged until it commits
     view = await turn_view(api, turn)
     (tool,) = [e for e in view["executions"] if e["kind"] == "TOOL"]
     assert tool["parent"] == {"id": begun["execution"]["id"]}

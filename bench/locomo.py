@@ -36,7 +36,7 @@ from bench import common
 from server.domain.visibility import Reader
 from server.services import memory_ranking
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA = common.LOCOMO
 MODES = ("hybrid", "vector", "lexical")
 # the same searches by an API reader, whose keyword leg scores every match
 EVERY = ("hybrid_every", "lexical_every")

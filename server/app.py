@@ -123,13 +123,7 @@ def create_app(
     no token is asked for: for an application that authenticates its users itself, and
     for tests."""
     db = database or Database(settings)
-    model = embedder or Embedder(
-        settings.embedding_model,
-        batch_size=settings.embedding_batch_size,
-        cache_size=settings.embedding_cache_size,
-        backend=settings.embedding_backend,
-        cache_dir=settings.embedding_cache_dir,
-    )
+    model = embedder or Embedder.from_settings(settings)
     services = {
         "database": db,
         "embedder": model,

@@ -38,7 +38,8 @@ from server.citus.build import home, installed
 from server.citus.local import LocalCluster
 from server.database import Database
 from server.embedding import Embedder
-from server.services import commit, memory, memory_ranking, tools, turns
+from server.memory_search import ranking as memory_ranking
+from server.services import commit, memory, tools, turns
 
 # Each node: the settings the embedded server takes on a small machine (server/embedded.py).
 NODE_SETTINGS = {
@@ -188,7 +189,7 @@ def _searches(db: Database, owners: list[common.Owner], queries: list[Any]) -> l
 
 def _sql(owner: common.Owner, q: tuple[str, list[float]]) -> tuple[str, dict[str, Any]]:
     # the path the service takes on both sides: an agent of 600 or 3,000 versions is
-    # ranked by bits on one node, and every agent on Citus (search_paths.path_of)
+    # ranked by bits on one node, and every agent on Citus (memory_ranking.path_of)
     query = dataclasses.replace(_query(q), path="bits")
     stmt, values = memory_ranking.ranking_statement(owner.reader(), query)
     compiled = stmt.compile(dialect=PGDialect_psycopg())

@@ -11,7 +11,7 @@ a table of 1M, the quick run 10k in 50k), three sets of five-word queries:
 
 For each agent size and set: how many of the agent's versions share a word with a
 query (p50), the search's p50 in ``lexical`` mode (the keyword leg alone, through
-:func:`server.services.memory_ranking.ranked`) and in ``hybrid`` mode (no embedding:
+:func:`server.memory_search.ranking.ranked`) and in ``hybrid`` mode (no embedding:
 the query vector is given), and the buffers the lexical statement touches
 (``EXPLAIN (ANALYZE, BUFFERS)``, p50): the work, free of the machine's load. The
 figures to read are ratios of the same run: 100k over 10k, common over rare.
@@ -36,7 +36,7 @@ import psycopg
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from bench import common, search, search_ranking
-from server.services import memory_ranking
+from server.memory_search import ranking as memory_ranking
 
 SETS = ("common", "rare", "zipf")
 COMMON_WORDS = 30

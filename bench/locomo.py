@@ -34,7 +34,7 @@ import psycopg
 
 from bench import common
 from server.domain.visibility import Reader
-from server.services import memory_ranking
+from server.memory_search import ranking as memory_ranking
 
 DATA = common.LOCOMO
 MODES = ("hybrid", "vector", "lexical")

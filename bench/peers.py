@@ -9,7 +9,7 @@ order turning from query to query, so none always finds the pages another just r
 
 - **the query's vector given**: every system gets the query's embedding computed
   beforehand, so the figures compare the search engines. This server:
-  :func:`server.services.memory_ranking.ranked` (what ``search_memory`` ranks with,
+  :func:`server.memory_search.ranking.ranked` (what ``search_memory`` ranks with,
   without the call's bookkeeping writes), hybrid and in ``vector`` mode, in the open
   transaction of the call it serves (the peers run on autocommit connections: a search
   is one statement for each); Mem0:
@@ -17,7 +17,7 @@ order turning from query to query, so none always finds the pages another just r
   answering from the given vectors; LangGraph: ``PostgresStore.search`` with its
   index's ``embed`` answering from them;
 - **each system embedding the query itself**: this server in ONNX Runtime
-  (:func:`server.services.memory_ranking.ranked_by`, its cache off), the peers in
+  (:func:`server.memory_search.ranking.ranked_by`, its cache off), the peers in
   PyTorch through sentence-transformers, as their users get them.
 
 Every system is asked for 10 results (Mem0 2.2 reads ``top_k``; the ``limit`` this
@@ -39,7 +39,7 @@ from typing import Any
 from bench import common, peers_data, peers_ingest
 from server.domain.config import SearchConfig
 from server.embedding import default_model_path
-from server.services import memory_ranking
+from server.memory_search import ranking as memory_ranking
 
 TARGET_RATIO = 0.5
 LIMIT = 10

@@ -2,17 +2,17 @@
 
 For each measured agent (a ladder of sizes in the same table):
 
-- the ranking (:func:`server.services.memory_ranking.ranked`: the one statement and
+- the ranking (:func:`server.memory_search.ranking.ranked`: the one statement and
   its rows, without the query's embedding), hybrid and in ``vector`` mode, each next
   to its raw-SQL floor: the same statement
-  (:func:`server.services.memory_ranking.ranking_statement`, its text and parameters)
+  (:func:`server.memory_search.ranking.ranking_statement`, its text and parameters)
   run directly with psycopg, prepared as the server's driver prepares it and on its
-  generic plan as the server runs it (:mod:`server.storage.generic_plan`),
+  generic plan as the server runs it (:mod:`server.memory_search.statement`),
   query by query in alternating order. A search's session ends with COMMIT, as the server's
   read-only transactions do (a ROLLBACK would make psycopg drop the connection's
   prepared statements);
 - the path the search took (``bits`` or ``index``: :mod:`server.storage.nearest`,
-  chosen by :mod:`server.services.search_paths`), and the recall@10 of its ``vector``
+  chosen by :func:`server.memory_search.ranking.path_of`), and the recall@10 of its ``vector``
   ranking against the exact one;
 - the ``vector`` ranking with each path forced, side by side (where both paths cost
   what they cost: the figures the choice between them rests on).
@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from bench import common
 from server.domain.ranking import Mode
-from server.services import memory_ranking, search_paths
+from server.memory_search import ranking as memory_ranking
 from server.storage.nearest import Path
 
 MIN_SCORE = 0.2  # the bench agents' harness.memory.search.min_score
@@ -74,12 +74,12 @@ async def in_process(
 
     conn = await psycopg.AsyncConnection.connect(common.dsn(ctx["url"]), autocommit=True)
     await register_vector_async(conn)
-    # the plan the server runs the statement on (server.storage.generic_plan)
+    # the plan the server runs the statement on (server.memory_search.statement)
     await conn.execute("SET plan_cache_mode = force_generic_plan")
 
-    search_paths.forget()
+    memory_ranking.forget()
     async with db.session() as s:
-        path = await search_paths.path_of(s, owner.agent_id)
+        path = await memory_ranking.path_of(s, owner.agent_id)
         await s.commit()
 
     def raw(text: str, vector: list[float], mode: Mode) -> Any:

@@ -20,7 +20,11 @@ from typing import Any
 async def _ranking(job: dict[str, Any]) -> dict[str, Any]:
     from server.database import Database
     from server.domain.visibility import Reader
-    from server.services import memory_ranking
+
+    try:
+        from server.memory_search import ranking as memory_ranking
+    except ImportError:  # a tree from before the memory_search package
+        from server.services import memory_ranking  # type: ignore[no-redef]
     from server.settings import Settings
 
     db = Database(Settings(database_url=job["url"]))

@@ -2,7 +2,7 @@
 
 Both record what they did (an execution of the native ``search_memory`` tool,
 RETRIEVED uses, ``embed`` usage), so they are mutations. Each maps its input to
-one call of :mod:`server.services.search` inside one transaction, and shows the rows
+one call of :mod:`server.memory_search` inside one transaction, and shows the rows
 that call's ranking statement returned, with its execution as written (a replayed key
 reloads them).
 """
@@ -22,8 +22,8 @@ from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.ranking import ScoreExplanationType
 from resolvers.types.turns import ExecutionType
 from server import models
-from server.services import recall as memory_recall
-from server.services import search
+from server.memory_search import recall as memory_recall
+from server.memory_search import tool as search
 from server.services.lookup import get
 
 

@@ -61,10 +61,12 @@ def _text() -> str:
 
 
 # `path.py` (`a`, `b`, ...) in the table; `path.py` `a` or `path.a` in the paths.
-_PATH = re.compile(r"`((?:server/|resolvers/|services/|storage/|domain/)?[\w/]+\.py)`")
+_PATH = re.compile(
+    r"`((?:server/|resolvers/|services/|storage/|domain/|memory_search/)?[\w/]+\.py)`"
+)
 _LISTED = re.compile(r"`([\w/]+\.py)` \(([^)]*)\)")
 _CALLED = re.compile(r"`([\w/]+\.py)` `([\w.]+)`")
-_DOTTED = re.compile(r"`((?:services|storage|domain|resolvers)/\w+)\.(?!py`)(\w+)`")
+_DOTTED = re.compile(r"`((?:services|storage|domain|resolvers|memory_search)/\w+)\.(?!py`)(\w+)`")
 
 
 def test_every_module_the_map_names_exists() -> None:

@@ -123,7 +123,7 @@ class Execution(SQLModel, table=True):
     created_at: datetime = created_at_field()
     ended_at: datetime | None = optional_time_field()
     # A recorded recall: the digest of the set of record versions it returned, so that
-    # a repeat is found by one indexed lookup (R42, server/services/recall.py).
+    # a repeat is found by one indexed lookup (R42, server/memory_search/recall.py).
     recall_digest: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
 
 

@@ -1,7 +1,7 @@
 """Memory search for API readers such as dashboards, and the namespaces they may browse.
 
 A dashboard's search ranks an agent's records by text (R41) exactly as the agent's own
-``search_memory`` does: the same statement (:func:`server.services.memory_ranking.ranked`), the
+``search_memory`` does: the same statement (:func:`server.memory_search.ranking.ranked`), the
 mode and minimum score of the agent's latest version (defaults when it has none). It
 reads as an API reader (:meth:`server.domain.visibility.Reader.for_api`): committed
 ACTIVE records of the agent, live or preview, of either scope (R14). Unlike the tool it
@@ -27,10 +27,10 @@ from server.domain.text import check_text
 from server.domain.visibility import Reader
 from server.embedding import Embedder
 from server.errors import BadInputError, NotFoundError
+from server.memory_search.ranking import Filters, Found, MemoryQuery, ranked
+from server.memory_search.tool import MAX_LIMIT, MAX_QUERY
 from server.models import Agent, AgentVersion
 from server.services.agents import config_of
-from server.services.memory_ranking import Filters, Found, MemoryQuery, ranked
-from server.services.search import MAX_LIMIT, MAX_QUERY
 
 DEFAULT_LIMIT = 10
 

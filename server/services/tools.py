@@ -244,7 +244,7 @@ async def record_found(
 
 def mark_recall(db: AsyncSession, execution: Execution, digest: bytes) -> None:
     """The running call ``execution`` is a recorded recall of the versions of ``digest``
-    (R42: :mod:`server.services.recall`); its row keeps the digest."""
+    (R42: :mod:`server.memory_search.recall`); its row keeps the digest."""
     ledger = open_ledger(db, execution.id)
     assert ledger is not None, "a recall is marked while its call runs"
     ledger.recall_digest = digest

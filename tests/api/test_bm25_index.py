@@ -18,8 +18,9 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from server.domain import bm25
+from server.domain.ranking_presets import DEFAULT_PRESET
 from server.domain.visibility import Reader
-from server.services import memory_ranking
+from server.memory_search import ranking as memory_ranking
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user
 from tests.api.plans import names, node_plan
 from tests.api.scenario import Scenario, memory_config
@@ -387,7 +388,7 @@ async def test_r41_the_keyword_legs_work_does_not_grow_with_the_matches(api: Api
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(text("VACUUM ANALYZE memory_postings"))
     small, large = [await _plan(api, r, "walrus") for r in readers]
-    preset = memory_ranking.DEFAULT_PRESET
+    preset = DEFAULT_PRESET
     reads = preset.seeking.budget * preset.pool_size(10)
     assert reads < 600
     assert _read(small, "memory_postings") == _read(large, "memory_postings") == 2 * reads

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import update
 
+from server.memory_search.recall import RECALL_NOTICE
 from server.models import MemoryVersion
-from server.services.recall import RECALL_NOTICE
 from tests.api.scenario import ADD, Scenario, memory_config, memory_record
 from tests.api.test_recall import recall
 from tests.conftest import Api

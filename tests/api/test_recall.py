@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from server.memory_search.recall import RECALL_NOTICE
 from server.models import Execution, Invocation, OutputUse
-from server.services.recall import RECALL_NOTICE
 from tests.api.scenario import HELPER, Scenario, memory_config, turn_view
 from tests.conftest import Api
 

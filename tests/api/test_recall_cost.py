@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import event, select, text
 from sqlmodel import col
 
+from server.memory_search import ranking as memory_ranking
+from server.memory_search.recall import version_set_digest
 from server.models import Execution
-from server.services import search_paths
-from server.services.recall import version_set_digest
 from tests.api.plans import names, node_plan
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
@@ -74,7 +74,7 @@ async def test_r42_a_hundred_recalls_of_one_conversation_cost_the_same_each(api:
     await s.commit(turn)
     turn = await s.turn(session)
     async with api.database.session() as db:  # the agent's search path, asked once a minute
-        await search_paths.path_of(db, uuid.UUID(s.agent_id))
+        await memory_ranking.path_of(db, uuid.UUID(s.agent_id))
 
     costs: dict[bool, list[tuple[tuple[str, ...], int]]] = defaultdict(list)
     seen: set[frozenset[str]] = set()

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from sqlalchemy import and_, func, select
 
 from server.domain.visibility import Purpose, version_in_force
+from server.memory_search import ranking as memory_ranking
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
-from server.services import memory_api, memory_ranking
+from server.services import memory_api
 from server.storage.nearest import Path
 from tests.api import test_visibility_property as vis
 from tests.api.scenario import HELPER, Scenario, label_list, memory_config, turn_view

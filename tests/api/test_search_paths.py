@@ -1,5 +1,5 @@
 """Which way a memory search finds its candidates by meaning (R41,
-:mod:`server.services.search_paths`): by the embedding's bits for an agent with few
+:func:`server.memory_search.ranking.path_of`): by the embedding's bits for an agent with few
 versions, on the HNSW index for one with many, the answer kept a while and the same
 records found either way."""
 
@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import event, select, text
 
 from server.domain.visibility import Reader
+from server.memory_search import ranking as memory_ranking
 from server.models import MemoryVersion, table
-from server.services import memory_ranking, search_paths
 from server.storage.nearest import BITS_AT_LEAST, bits_below
 from tests.api.scenario import Scenario, memory_config
 from tests.conftest import Api
@@ -77,7 +77,7 @@ async def test_r41_few_versions_are_ranked_by_bits_many_on_the_index(api: Api) -
     assert below is not None and below >= BITS_AT_LEAST
     _, few = await _agent_with_versions(api, 10)
     _, many = await _agent_with_versions(api, below + 100)
-    search_paths.forget()
+    memory_ranking.forget()
     statements: list[str] = []
 
     def count(conn: object, cursor: object, statement: str, *args: object) -> None:
@@ -87,10 +87,10 @@ async def test_r41_few_versions_are_ranked_by_bits_many_on_the_index(api: Api) -
     event.listen(engine, "before_cursor_execute", count)
     try:
         async with api.database.session() as db:
-            assert await search_paths.path_of(db, few.agent_id) == "bits"
-            assert await search_paths.path_of(db, many.agent_id) == "index"
+            assert await memory_ranking.path_of(db, few.agent_id) == "bits"
+            assert await memory_ranking.path_of(db, many.agent_id) == "index"
             asked = len(statements)
-            assert await search_paths.path_of(db, many.agent_id) == "index"
+            assert await memory_ranking.path_of(db, many.agent_id) == "index"
             assert len(statements) == asked == 2  # remembered: not asked again
     finally:
         event.remove(engine, "before_cursor_execute", count)

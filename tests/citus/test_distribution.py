@@ -20,7 +20,7 @@ from server import migrate
 from server.citus.layout import GLOBAL_TABLES
 from server.database import Database
 from server.embedding import Embedder
-from server.services import search_paths
+from server.memory_search import ranking as memory_ranking
 from server.settings import Settings
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user
 from tests.api.review_scenario import ReviewScenario, decide
@@ -167,7 +167,7 @@ async def test_an_agents_memory_search_is_routed_to_one_shard(api: Api) -> None:
     assert data["searchMemory"]["results"][0]["version"]["summary"].startswith("Invoices")
     _one_shard(await _plan(api, *seen.the_one("FROM memory_versions", "ORDER BY top.score")))
     async with api.database.session() as db:  # whatever its size: the HNSW path fans out
-        assert await search_paths.path_of(db, uuid.UUID(s.agent_id)) == "bits"
+        assert await memory_ranking.path_of(db, uuid.UUID(s.agent_id)) == "bits"
 
 
 async def test_an_agents_history_search_is_routed_to_one_shard(api: Api) -> None:

@@ -1,77 +1,79 @@
-"""Ranking memory records for a query (R41): the one statement every memory search runs.
-
-``search_memory``, recall and the API's search rank by :func:`ranked`: the
-statement of :func:`server.storage.hybrid.build_search` over the versions the
-reader may find, built once per shape (:func:`ranking_statement`) and run with
-the reader's values as parameters.
+"""The memory ranking statement (R41): what a search asks (:class:`MemoryQuery`), the one
+statement that ranks the records a reader may find for it, built once per shape, and the
+generic plan it runs on.
 
 Only records the reader may see are candidates: the one visibility gate
-(:func:`server.storage.gate.searchable_version`, which decides on the version
-row what :func:`server.storage.gate.record_condition` with ``Purpose.SEARCH``
-and :func:`server.storage.gate.version_in_force` decide on the record: ACTIVE
-only, R10-R14; a change another open turn staged is not seen before that turn
-commits, R12), so the vector and keyword candidates are filtered without a join.
+(:func:`server.storage.gate.searchable_version`, which decides on the version row what
+:func:`server.storage.gate.record_condition` with ``Purpose.SEARCH`` and
+:func:`server.storage.gate.version_in_force` decide on the record: ACTIVE only,
+R10-R14; a change another open turn staged is not seen before that turn commits, R12),
+so the vector and keyword candidates are filtered without a join. The statement is
+:func:`server.storage.hybrid.build_search`'s over them (:func:`ranking_statement`),
+built once per shape (who reads, which filters, the mode, ...) and run with the
+reader's values as parameters.
+
+The generic plan: the statement costs about as much to plan for each call's values as
+to run at a small agent, and PostgreSQL's own choice (``plan_cache_mode = auto``) never
+takes its generic plan, which it costs for an average agent. Its plan does not depend
+on the values (the vector path is chosen before it, the index path's settings are in
+it: :mod:`server.storage.nearest`), so it runs on the generic plan:
+:data:`GENERIC_PLAN` is run in the statement's transaction before it, and the
+statement sets the mode back itself (:func:`restored`, a one-time filter), so that the
+transaction's next statements are planned as usual with no round trip spent restoring
+it. Prepared by the driver, the statement is then planned once a connection
+(docs/scaling.md, "The ranking statement").
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, String, Uuid, and_, bindparam, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    String,
+    Text,
+    Uuid,
+    and_,
+    bindparam,
+    func,
+    literal,
+    literal_column,
+    null,
+    select,
+    text,
+    true,
+)
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 from sqlmodel import col
 
-from server.domain.config import SearchConfig
 from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
-from server.embedding import Embedder
-from server.embedding_packing import Vector
 from server.models import MemoryRecord, MemoryVersion
 from server.models.memory import EMBEDDING_DIM
-from server.services.memory_versions import MemoryItem
-from server.services.search_paths import path_of
-from server.storage import generic_plan
 from server.storage.built import built_once
 from server.storage.gate import searchable_version
 from server.storage.hybrid import build_search, search_parameters
-from server.storage.hybrid_run import scanned_rows
 from server.storage.nearest import Path
-from server.storage.owners import on_citus
 from server.storage.reaches import memory_postings
 from server.storage.search_terms import uses_web_syntax
 from server.storage.source import SearchSource
 
+GENERIC_PLAN = text("SET LOCAL plan_cache_mode = force_generic_plan")
 
-@dataclass(frozen=True, slots=True)
-class Found(MemoryItem):
-    """A record a search returned, with its ranking signals (None when listed)."""
 
-    score: float | None = None
-    cosine: float | None = None
-    lexical: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        v = self.version
-        out: dict[str, Any] = {
-            "id": str(self.record.id),
-            "version": str(v.id),
-            "scope": self.record.scope,
-            "kind": v.kind,
-            "summary": v.summary,
-            "content": v.content,
-            "labels": v.labels,
-            "createdAt": v.created_at.isoformat(),
-        }
-        if self.score is not None:
-            out["score"] = self.score
-        return out
+def restored() -> ColumnElement[bool]:
+    """True, once the statement has set ``plan_cache_mode`` back to the session's value
+    for the rest of the transaction (``set_config`` with NULL resets a setting)."""
+    reset = func.set_config(literal_column("'plan_cache_mode'"), sql_cast(null(), Text), true())
+    return select(reset).scalar_subquery().is_not(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +154,7 @@ class _Shape:
 @built_once
 def _statement(shape: _Shape) -> Select[Any]:
     """The ranking statement of a shape, its values left as parameters, which ends the
-    generic plan it runs on (:mod:`server.storage.generic_plan`)."""
+    generic plan it runs on (:func:`restored`)."""
     uid: Uuid[Any] = Uuid()
     reader = Reader(
         agent_id=cast(Any, bindparam("reader_agent", type_=uid)),
@@ -179,7 +181,7 @@ def _statement(shape: _Shape) -> Select[Any]:
         now=datetime.now(UTC),
         path=shape.path,
     )
-    return ranking.where(generic_plan.restored())
+    return ranking.where(restored())
 
 
 @built_once
@@ -262,52 +264,11 @@ def ranking_statement(
     return (_with_rows(shape) if with_rows else _statement(shape)), params
 
 
-async def ranked(
-    db: AsyncSession, reader: Reader, query: MemoryQuery, *, now: datetime | None = None
-) -> list[Found]:
-    """The best ``query.limit`` records for ``query`` (R41), best first; ``now``: the
-    moment recency is measured from (the call's own by default)."""
-    if query.limit == 0:
-        return []
-    if query.path is None and query.mode != "lexical":
-        query = replace(query, path=await path_of(db, reader.agent_id))
-    stmt, params = ranking_statement(reader, query, now=now, with_rows=True)
-    if not on_citus(db):  # Citus cannot plan it generic (docs/scaling.md)
-        await db.execute(generic_plan.GENERIC_PLAN)
-    rows = await scanned_rows(db, stmt, params)
-    return [
-        Found(
-            record=r[1],
-            version=r[0],
-            score=float(r[2]),
-            cosine=None if r[3] is None else float(r[3]),
-            lexical=None if r[4] is None else float(r[4]),
-        )
-        for r in rows
-    ]
-
-
-async def ranked_by(
-    db: AsyncSession,
-    embedder: Embedder,
-    *,
-    reader: Reader,
-    search: SearchConfig,
-    query: str,
-    limit: int,
-    filters: Filters = NO_FILTERS,
-    embedding: Awaitable[tuple[Vector, int]] | None = None,
-) -> tuple[list[Found], int | None]:
-    """:func:`ranked` as the agent version's ``harness.memory.search`` says (R6, R41): the
-    query embedded unless the mode is lexical, its mode and minimum score. With the
-    tokens of the query's embedding (None: none was made), for ``embed`` usage (R43).
-    ``embedding``: the query's embedding, started by the caller as the call arrived."""
-    vector, tokens = (
-        (None, None)
-        if search.mode == "lexical"
-        else await (embedding if embedding is not None else embedder.embed_one(query))
-    )
-    items = await ranked(
-        db, reader, MemoryQuery(query, vector, search.mode, search.min_score, limit, filters)
-    )
-    return items, tokens
+__all__ = [
+    "GENERIC_PLAN",
+    "NO_FILTERS",
+    "Filters",
+    "MemoryQuery",
+    "ranking_statement",
+    "restored",
+]

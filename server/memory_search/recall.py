@@ -39,9 +39,9 @@ from sqlmodel import col
 from server.domain.marking import one_line, unmarked
 from server.domain.text import check_text
 from server.embedding import Embedder
+from server.memory_search.ranking import Found, ranked_by
+from server.memory_search.tool import embedding_started, run_search
 from server.models import Execution
-from server.services.memory_ranking import Found, ranked_by
-from server.services.search import embedding_started, run_search
 from server.services.tools import CallRef, mark_recall, open_call, record_embed, record_found
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
 from server.storage.built import built_once

@@ -18,8 +18,8 @@ next page of a listing). Helpers and programs may search (R23).
   shift later pages.
 - ``kind``, ``labels`` (exact values of declared labels), ``ids`` filter both.
 
-Only records the reader may find are candidates (:mod:`server.services.memory_ranking`,
-:mod:`server.services.memory_listing`). Every recorded search writes a RETRIEVED
+Only records the reader may find are candidates (:mod:`server.memory_search.ranking`,
+:mod:`server.memory_search.listing`). Every recorded search writes a RETRIEVED
 output use per record version it returned (all of them reach the model, in rank
 order), and its query embedding is recorded as an ``embed`` invocation that no
 limit counts, with a ``usage`` transcript event (R43, :mod:`server.services.tools`).
@@ -41,9 +41,10 @@ from server.domain.text import check_text
 from server.embedding import Embedder
 from server.embedding_packing import Vector
 from server.errors import BadInputError
+from server.memory_search.listing import listed
+from server.memory_search.ranking import Found, ranked_by
+from server.memory_search.statement import Filters
 from server.models import Execution
-from server.services.memory_listing import listed
-from server.services.memory_ranking import Filters, Found, ranked_by
 from server.services.tools import CallRef, ToolResult, record_found, run_tool
 from server.services.turn_scope import TurnScope, ensure_memory_enabled
 

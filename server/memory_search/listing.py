@@ -16,8 +16,9 @@ from sqlmodel import col
 
 from server.domain import cursor
 from server.domain.visibility import Purpose, Reader
+from server.memory_search.ranking import Found
+from server.memory_search.statement import NO_FILTERS, Filters
 from server.models import MemoryRecord, MemoryVersion
-from server.services.memory_ranking import NO_FILTERS, Filters, Found
 from server.storage.gate import record_condition, version_in_force
 
 

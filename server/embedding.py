@@ -30,9 +30,8 @@ LRU cache, and a text queued twice is encoded once.
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``), on the
 model's graph exported once (:mod:`server.embedding_model`), with its weights
 quantized to int8 (``precision="int8"``, the default: a third of the CPU, vectors
-within a cosine of 0.95 of the model's own; one text a pass, so that a text's vector
-does not depend on its pass-mates) or as they are (``"float32"``: within 1e-6 of
-sentence-transformers'). A pass itself is :mod:`server.embedding_forward`.
+within a cosine of 0.95 of the model's own) or as they are (``"float32"``: within
+1e-6 of sentence-transformers'). A pass itself is :mod:`server.embedding_forward`.
 
 :meth:`Embedder.token_offsets` gives the model's own word pieces of a text (for
 cutting long texts into parts that fit it, R62).
@@ -154,13 +153,6 @@ class Embedder:
         self._onnx, self._onnx_one = loaded.onnx, loaded.onnx_one
         self._tokenizer, self._offsets, self._ids = loaded.tokenizer, loaded.offsets, loaded.ids
         self._model = loaded.model
-        if self.precision == "int8" and self._onnx is not None:
-            # one text a pass: int8 activations share one scale per pass, so a text's
-            # vector would move with the texts beside it (cosine 0.986 at worst); alone,
-            # a text's vector is a function of the text (the same text ties with itself,
-            # the cache and a re-embedding give what a write gave). Measured: 3.0 ms of
-            # CPU a LoCoMo turn alone, 2.4 in passes of eight, float32's 5.9 in eights.
-            self.batch_size = 1
 
     async def aload(self) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, self.load)

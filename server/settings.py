@@ -69,10 +69,9 @@ class Settings(BaseSettings):
         default=8,
         ge=1,
         le=1024,
-        description="Most texts in one forward pass at float32 precision (at int8 a pass "
-        "holds one text). Small length-sorted batches waste little on padding: a turn's "
-        "texts embed at 136 texts/s in batches of 8, at 85 in one batch (bench "
-        "history-ingest).",
+        description="Most texts in one forward pass. Small length-sorted batches waste "
+        "little on padding: a turn's texts embed at 136 texts/s in batches of 8, at 85 in "
+        "one batch (bench history-ingest).",
     )
     embedding_cache_size: int = Field(default=4096, ge=0)
     pool_size: int = Field(default=10, ge=1)

@@ -36,7 +36,7 @@ ACTIONS: tuple[Action, ...] = ("ADD", "REPLACE", "DELETE", "SKIP")
 # RESTATEMENT_MIN_COSINE, or reaches EDITED_MIN_COSINE while the two texts share at
 # least EDITED_MIN_WORDS of their words in order. Chosen from `bench review`'s
 # measurement on LoCoMo's session events: docs/review.md, "The restatement threshold".
-RESTATEMENT_MIN_COSINE = 0.91
+RESTATEMENT_MIN_COSINE = 0.92
 EDITED_MIN_COSINE = 0.80
 EDITED_MIN_WORDS = 0.75
 

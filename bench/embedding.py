@@ -1,8 +1,8 @@
-"""``bench embedding``: what a query's embedding costs, at each precision, and how far the
-int8 model's vectors are from the float32 model's.
+"""``bench embedding``: what a query's embedding costs, at each query precision, and how
+far the int8 graph's vectors are from the float32 model's.
 
 Both models are built as the server builds them (``Embedder.from_settings``, the
-cache off) and embed the LoCoMo questions one at a time through ``embed_one`` (the
+cache off) and embed the LoCoMo questions one at a time through ``embed_query`` (the
 server's path: tokenized in the caller, encoded on the worker thread, answered on the
 event loop). CPU is the whole process's (``time.process_time``: ONNX Runtime's
 threads included), per embedding, over at least 500 calls a round; the precisions
@@ -57,7 +57,7 @@ def _cpu_ms(run: Callable[[], int]) -> float:
 def _queries(model: Embedder, texts: list[str], tag: str) -> int:
     async def go() -> None:
         for text in texts:
-            await model.embed_one(f"{text} {tag}")  # never seen before: no cache hit
+            await model.embed_query(f"{text} {tag}")  # never seen before: no cache hit
 
     asyncio.run(go())
     return len(texts)
@@ -72,7 +72,7 @@ def _passes(model: Embedder, ids: list[list[int]], session: Any) -> int:
 def _hits(model: Embedder, text: str, calls: int) -> int:
     async def go() -> None:
         for _ in range(calls):
-            await model.embed_one(text)
+            await model.embed_query(text)
 
     asyncio.run(go())
     return calls
@@ -86,7 +86,7 @@ def run(quick: bool) -> dict[str, Any]:
     settings = common.settings()
     models = {
         p: Embedder.from_settings(
-            settings.model_copy(update={"embedding_precision": p, "embedding_cache_size": 0})
+            settings.model_copy(update={"embedding_query_precision": p, "embedding_cache_size": 0})
         )
         for p in PRECISIONS
     }
@@ -94,7 +94,7 @@ def run(quick: bool) -> dict[str, Any]:
         model.load()
     cached = Embedder.from_settings(settings.model_copy(update={"embedding_cache_size": 16}))
     cached.load()
-    asyncio.run(cached.embed(["a cached query"]))
+    asyncio.run(cached.embed_query("a cached query"))
     ids = models["int8"].input_ids(questions[:calls])
     cpu: dict[str, list[float]] = {}
     for r in range(rounds):
@@ -104,10 +104,10 @@ def run(quick: bool) -> dict[str, Any]:
                 _cpu_ms(lambda m=model, t=texts, r=r: _queries(m, t, f"r{r}"))
             )
             cpu.setdefault(f"{p} pass, all threads", []).append(
-                _cpu_ms(lambda m=model: _passes(m, ids, m._onnx))
+                _cpu_ms(lambda m=model: _passes(m, ids, m._query))
             )
             cpu.setdefault(f"{p} pass, one thread", []).append(
-                _cpu_ms(lambda m=model: _passes(m, ids, m._onnx_one))
+                _cpu_ms(lambda m=model: _passes(m, ids, m._query_one))
             )
         cpu.setdefault("cache hit", []).append(
             _cpu_ms(lambda: _hits(cached, "a cached query", calls))
@@ -123,7 +123,7 @@ def run(quick: bool) -> dict[str, Any]:
 
     texts = questions + turns
     full = np.array([v for v, _ in models["float32"].encode_now(texts)], dtype=np.float32)
-    small = np.array([v for v, _ in models["int8"].encode_now(texts)], dtype=np.float32)
+    small = np.array([v for v, _ in models["int8"].encode_now(texts, query=True)], dtype=np.float32)
     cosine = (full * small).sum(axis=1)
     common.table(
         f"int8 against float32 vectors, {len(texts)} LoCoMo texts (cosine)",

@@ -193,12 +193,12 @@ def run(quick: bool) -> dict[str, Any]:
                 "questions": questions(conv, {t["dia_id"] for t in turns}),
             }
         )
-    texts = sorted(
-        {t["text"] for c in convs for t in c["turns"]}
-        | {q["question"] for c in convs for q in c["questions"]}
-    )
+    texts = sorted({t["text"] for c in convs for t in c["turns"]})
+    asked = sorted({q["question"] for c in convs for q in c["questions"]})
     model = common.embedder()
+    # the turns as the server stores them, the questions as it embeds a search's query
     vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
+    vec |= {q: v for q, (v, _) in zip(asked, model.encode_now(asked, query=True), strict=True)}
     model.close()
     url, _ = common.database("bench_locomo", fresh=True)
     qs = [q for c in convs for q in c["questions"]]

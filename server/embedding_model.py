@@ -6,12 +6,12 @@ in a cache directory (:func:`graph_path`) and run there. A model that is not a
 mean-pooled transformer, or the ``torch`` backend, runs in PyTorch through
 sentence-transformers.
 
-At ``int8`` precision (the default) the exported graph is quantized once more, by
-ONNX Runtime's own dynamic quantization (:func:`_quantized`: int8 weights, one
-scale per output channel; activations quantized per pass), and kept beside it. It
-is made here, from the installed weights, the first time the model loads: nothing
-is downloaded, and no install or build step has to know about it. A query costs
-about a third of the CPU; the vectors stay within a cosine of 0.95 of the
+Queries run on the exported graph quantized once more, at ``int8`` query precision
+(the default), by ONNX Runtime's own dynamic quantization (:func:`_quantized`: int8
+weights, one scale per output channel; activations quantized per pass), kept beside
+it. It is made here, from the installed weights, the first time the model loads:
+nothing is downloaded, and no install or build step has to know about it. A query
+costs about a third of the CPU; its vector stays within a cosine of 0.95 of the
 float32 model's on the LoCoMo conversations, 0.993 on average (docs/scaling.md,
 "The query embedding"). Importing this module imports PyTorch, sentence-transformers
 and ONNX Runtime (seconds): :meth:`server.embedding.Embedder.load` imports it when
@@ -28,7 +28,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import onnxruntime as ort
 import torch
@@ -39,7 +39,6 @@ from server.models.memory import EMBEDDING_DIM
 
 _log = logging.getLogger("agent_memory")
 OPSET = 17  # the ONNX opset of the exported graph
-Precision = Literal["int8", "float32"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +51,17 @@ class Loaded:
     ids: Any  # the same engine truncated to the model's input size (None: not a fast one)
     onnx: Any  # the ONNX Runtime session on all threads (None: PyTorch runs the passes)
     onnx_one: Any  # the same graph on one thread: passes side by side
+    query: Any  # the graph queries run on, on all threads (int8, or ``onnx`` itself)
+    query_one: Any  # and on one thread
     workers: int
 
 
 def load_model(
-    name: str, *, backend: str, precision: Precision, cache_dir: Path, workers: int | None
+    name: str, *, backend: str, query_precision: str, cache_dir: Path, workers: int | None
 ) -> Loaded:
     """Load the model (blocking); ``workers``: passes at once (default: one per thread).
-    ``precision`` is that of the ONNX graph's weights; PyTorch runs float32."""
+    ``query_precision`` is that of the ONNX graph's weights queries run on; PyTorch
+    runs everything at float32."""
     model = SentenceTransformer(name, device="cpu")
     dim = (
         model.get_embedding_dimension()
@@ -70,13 +72,12 @@ def load_model(
         raise ValueError(
             f"embedding model {name} gives {dim} dimensions; the schema stores {EMBEDDING_DIM}"
         )
-    onnx = onnx_one = None
+    onnx = onnx_one = query = query_one = None
     passes = workers or 1
     if backend == "onnx" and _mean_pooled(model):
         try:
             graph = _export(model, name, cache_dir)
-            if precision == "int8":
-                graph = _quantized(graph)
+            small = _quantized(graph) if query_precision == "int8" else graph
         except OSError as exc:  # no writable cache: the same vectors, from PyTorch
             _log.warning("embedding in PyTorch: no ONNX graph in %s (%s)", cache_dir, exc)
         else:
@@ -84,6 +85,10 @@ def load_model(
             passes = max(1, workers or threads)
             onnx = _onnx_session(graph, threads)
             onnx_one = _onnx_session(graph, 1) if passes > 1 else onnx
+            query, query_one = onnx, onnx_one
+            if small != graph:
+                query = _onnx_session(small, threads)
+                query_one = _onnx_session(small, 1) if passes > 1 else query
     tokenizer = copy.deepcopy(model.tokenizer)
     # the fast tokenizer's own engine, untruncated for offsets (its wrapper spends more
     # on converting them than the engine on finding them) and truncated for the ids a
@@ -99,7 +104,7 @@ def load_model(
         ids = Tokenizer.from_str(engine.to_str())
         ids.enable_truncation(model.max_seq_length)
         ids.no_padding()
-    return Loaded(model, tokenizer, offsets, ids, onnx, onnx_one, passes)
+    return Loaded(model, tokenizer, offsets, ids, onnx, onnx_one, query, query_one, passes)
 
 
 def _mean_pooled(model: Any) -> bool:

@@ -90,15 +90,6 @@ def embedder() -> Iterator[Embedder]:
 
 
 @pytest.fixture(scope="session")
-def float32() -> Iterator[Embedder]:
-    """The model with its weights as they are (the server's default is int8)."""
-    model = Embedder(precision="float32", cache_size=0)
-    model.load()
-    yield model
-    model.close()
-
-
-@pytest.fixture(scope="session")
 async def database(settings: Settings) -> AsyncIterator[Database]:
     db = Database(settings)
     await db.connect()

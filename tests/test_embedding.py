@@ -90,13 +90,10 @@ def test_a_missing_model_fails_at_load_without_downloading() -> None:
 
 
 class _Recording(Embedder):
-    """The real embedder, noting the batches its worker hands the model. At float32: a
-    text's vector does not depend on the texts beside it in its pass (at int8 it moves
-    a little with them, as their activations share a scale), so the tests can check
-    that each text got its own."""
+    """The real embedder, noting the batches its worker hands the model."""
 
     def __init__(self, *, batch_size: int, workers: int = 1) -> None:
-        super().__init__(batch_size=batch_size, cache_size=0, workers=workers, precision="float32")
+        super().__init__(batch_size=batch_size, cache_size=0, workers=workers)
         self.batches: list[list[str]] = []
         self.spans: list[tuple[float, float]] = []  # when each pass started and ended
 
@@ -296,21 +293,21 @@ def test_token_offsets_are_the_models_word_pieces_untruncated(embedder: Embedder
     ]
 
 
-def test_the_onnx_runtime_gives_the_models_own_vectors(float32: Embedder) -> None:
-    """The exported graph at float32 gives sentence-transformers' own vectors and token
-    counts, for short, long (truncated) and mixed batches."""
-    assert float32.runtime == "onnx"
+def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> None:
+    """The default backend runs the exported graph; its vectors and token counts are
+    sentence-transformers' own, for short, long (truncated) and mixed batches."""
+    assert embedder.runtime == "onnx"
     reference = Embedder(backend="torch", cache_size=0)
     reference.load()
     try:
         assert reference.runtime == "torch"
         texts = ["ok", "The customer prefers email.", "long " * 400, "Zürich café, 3 p.m."]
         for (got, tokens), (want, want_tokens) in zip(
-            float32.encode_now(texts), reference.encode_now(texts), strict=True
+            embedder.encode_now(texts), reference.encode_now(texts), strict=True
         ):
             assert tokens == want_tokens
             assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5
-        assert [n for _, n in float32.encode_now(texts)] == reference.count_tokens(texts)
+        assert [n for _, n in embedder.encode_now(texts)] == reference.count_tokens(texts)
     finally:
         reference.close()
 
@@ -333,24 +330,46 @@ def _locomo_texts(every: int) -> list[str]:
     return texts[::every]
 
 
-def test_the_int8_models_vectors_stay_near_the_models_own(
-    embedder: Embedder, float32: Embedder
-) -> None:
-    """The default (int8) graph's vector of each text is within a cosine of 0.95 of the
-    float32 model's, 0.985 on average, over LoCoMo's questions and turns embedded in
-    passes of eight, as the server batches them (measured: 0.993 on average, 0.974 at
-    worst; with one scale per weight tensor 0.955 and 0.76)."""
-    assert (embedder.precision, embedder.runtime) == ("int8", "onnx")
+def test_a_querys_int8_vector_stays_near_the_models_own(embedder: Embedder) -> None:
+    """A search's query runs on the int8 graph (the default): its vector of each text
+    is within a cosine of 0.95 of the model's own, 0.985 on average, over LoCoMo's
+    questions and turns (measured: 0.993 on average, 0.974 at worst; with one scale
+    per weight tensor 0.955 and 0.76)."""
+    assert (embedder.query_precision, embedder.runtime) == ("int8", "onnx")
     texts = _locomo_texts(every=12)
     assert len(texts) > 300
     cosines = [
         _cosine(a, b)
         for (a, _), (b, _) in zip(
-            embedder.encode_now(texts), float32.encode_now(texts), strict=True
+            embedder.encode_now(texts, query=True), embedder.encode_now(texts), strict=True
         )
     ]
     assert min(cosines) >= 0.95, min(cosines)
     assert sum(cosines) / len(cosines) >= 0.985
+    assert max(cosines) < 0.99999  # not the same graph
+
+
+async def test_each_query_goes_first_and_alone_whatever_is_queued() -> None:
+    """int8 activations share one scale per pass: a query beside other texts would move
+    with them. Queries queued with bulk texts and with each other each run in a pass of
+    their own, before the bulk texts, and get the vector they get alone."""
+    model = _Recording(batch_size=8)
+    model.load()
+    try:
+        queries = [f"where did the parcel {i} go?" for i in range(4)]
+        bulk = [f"kept message {i} about the parcel and the depot" for i in range(8)]
+        got = await _queued_at_once(
+            model, model.embed(bulk, bulk=True), *(model.embed_query(q) for q in queries)
+        )
+        assert model.batches[:4] == [[q] for q in queries]
+        assert sorted(t for b in model.batches[4:] for t in b) == sorted(bulk)
+        alone = model.encode_now(queries, query=True)
+        assert [v for v, _ in got[1:]] == [v for v, _ in alone]
+        # a stored text's vector is the model's own: not the query graph's
+        stored = model.encode_now(bulk)
+        assert all(_cosine(v, w) > 0.9999 for v, (w, _) in zip(got[0].vectors, stored, strict=True))
+    finally:
+        model.close()
 
 
 def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
@@ -361,7 +380,7 @@ def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
     (tmp_path / "model-fedcba9876543210.onnx").write_bytes(b"the older naming")
     first = Embedder(cache_dir=tmp_path)
     first.load()
-    # the graph and its int8 copy, made from it at first load
+    # the graph and its int8 copy (for queries), made from it at first load
     graph, small = sorted(tmp_path.glob("*.onnx"), key=lambda p: len(p.name))
     assert small.name.startswith(f"{graph.stem}.int8-")
     written = graph.stat().st_mtime_ns, small.stat().st_mtime_ns

@@ -191,7 +191,7 @@ async def _run(quick: bool) -> dict[str, Any]:
 
         def embed(q: str) -> Any:
             async def call() -> None:
-                await srv.embedder.embed_query(q + " ")  # not the text the search embedded
+                await srv.embedder.embed_one(q + " ")  # not the text the search embedded
 
             return call
 

@@ -382,7 +382,7 @@ async def _signals(srv: Server, reader: Any, parts: Parts, conv: Conversation) -
     out = []
     async with srv.database.session() as db:
         for q in conv.questions:
-            vector = (await srv.embedder.embed_query(q.text))[0]
+            vector = (await srv.embedder.embed_one(q.text))[0]
             qv = bindparam("q", list(vector), type_=HistoryPart.embedding.type)
             distance = HistoryPart.embedding.op("<=>")(qv)
             rows = (
@@ -472,7 +472,7 @@ async def check_replay(srv: Server, kept: Sequence[Kept], every: int = 7) -> tup
     agree = total = 0
     for k in kept:
         for s in k.signals[::every]:
-            vector = (await srv.embedder.embed_query(s.query))[0]
+            vector = (await srv.embedder.embed_one(s.query))[0]
             async with srv.database.session() as db:
                 for mode in MODES:
                     hits = await rank_parts(

@@ -271,7 +271,7 @@ async def _ranked_dia(
     from server.models import HistoryEvent, HistoryPart
     from server.services.history_ranking import rank_parts
 
-    vector = None if mode == "lexical" else (await srv.embedder.embed_query(query))[0]
+    vector = None if mode == "lexical" else (await srv.embedder.embed_one(query))[0]
     async with srv.database.session() as db:
         hits = await rank_parts(
             db, reader=reader, query=query, vector=vector, limit=limit, mode=mode

@@ -29,13 +29,13 @@ LRU cache, and a text queued twice is encoded once.
 
 The forward pass runs in ONNX Runtime by default (``backend="onnx"``), on the
 model's graph exported once (:mod:`server.embedding_model`); the vectors are the
-model's own (within 1e-6 of sentence-transformers'). A search's query
+model's own (within 1e-6 of sentence-transformers'). A memory search's query
 (:meth:`Embedder.embed_query`) runs on the same graph with its weights quantized to
-int8 (``query_precision="int8"``, the default: a third of the CPU; its vector within
+int8 (``query_precision="int8"``, the default: half the CPU; its vector within
 a cosine of 0.95 of the model's own, 0.993 on average), alone in its pass: int8
 activations share one scale per pass, so a query beside other texts would move with
 them. What is stored (memory versions, history parts) and what is compared with it
-(review candidates) stays the model's own. A pass itself is
+(review candidates, a history search's query) stays the model's own. A pass itself is
 :mod:`server.embedding_forward`.
 
 :meth:`Embedder.token_offsets` gives the model's own word pieces of a text (for
@@ -308,7 +308,8 @@ class Embedder:
         return got.vectors[0], got.tokens
 
     async def embed_query(self, text: str) -> tuple[Vector, int]:
-        """A search's query: on the query graph (int8 by default), in a pass of its own."""
+        """A memory search's query: on the query graph (int8 by default), in a pass of its
+        own."""
         got = await self.embed([text], query=True)
         return got.vectors[0], got.tokens
 

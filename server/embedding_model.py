@@ -11,7 +11,7 @@ Queries run on the exported graph quantized once more, at ``int8`` query precisi
 weights, one scale per output channel; activations quantized per pass), kept beside
 it. It is made here, from the installed weights, the first time the model loads:
 nothing is downloaded, and no install or build step has to know about it. A query
-costs about a third of the CPU; its vector stays within a cosine of 0.95 of the
+costs half the CPU (its forward pass a third); its vector stays within a cosine of 0.95 of the
 float32 model's on the LoCoMo conversations, 0.993 on average (docs/scaling.md,
 "The query embedding"). Importing this module imports PyTorch, sentence-transformers
 and ONNX Runtime (seconds): :meth:`server.embedding.Embedder.load` imports it when

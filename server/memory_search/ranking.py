@@ -50,11 +50,13 @@ from server.storage.owners import on_citus
 
 @dataclass(frozen=True, slots=True)
 class Found(MemoryItem):
-    """A record a search returned, with its ranking signals (None when listed)."""
+    """A record a search returned, with its ranking signals (None when listed); ``terms``:
+    a hybrid score's meaning and keyword terms."""
 
     score: float | None = None
     cosine: float | None = None
     lexical: float | None = None
+    terms: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         v = self.version
@@ -131,6 +133,7 @@ async def ranked(
             score=float(r[2]),
             cosine=None if r[3] is None else float(r[3]),
             lexical=None if r[4] is None else float(r[4]),
+            terms=None if r[5] is None else (float(r[5]), float(r[6])),
         )
         for r in rows
     ]

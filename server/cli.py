@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 import warnings
@@ -47,12 +46,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             from server.cli_auth import print_dev_admin_token
 
             print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
-        app = create_app(settings, database=database)
+        host, port = listener.getsockname()[:2]
+        # said once the model is loaded and requests are answered, not before
+        app = create_app(settings, database=database, address=f"http://{host}:{port}")
         config = uvicorn.Config(
             app, log_level=settings.log_level, log_config=None, access_log=False
         )
-        host, port = listener.getsockname()[:2]
-        logging.getLogger("agent_memory").info("listening on http://%s:%s", host, port)
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         database.stop()

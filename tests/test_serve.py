@@ -66,14 +66,16 @@ def _alive(pid: int, *, wait: float = 10.0) -> bool:
         time.sleep(0.1)
 
 
-def _serve_and_terminate(data_dir: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+def _serve_and_terminate(
+    data_dir: Path, tmp: Path, *, level: str = "warning"
+) -> subprocess.CompletedProcess[str]:
     """Start ``serve``, wait until /healthz answers, send SIGTERM, return the exit."""
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
         cwd=tmp,
         env={
-            **_env(AGENT_MEMORY_DATA_DIR=str(data_dir), AGENT_MEMORY_LOG_LEVEL="warning"),
+            **_env(AGENT_MEMORY_DATA_DIR=str(data_dir), AGENT_MEMORY_LOG_LEVEL=level),
             "PYTHONPATH": str(ROOT),
         },
         stdout=subprocess.PIPE,
@@ -110,9 +112,16 @@ def test_sigterm_stops_the_server_and_its_postgresql(tmp_path: Path) -> None:
     next start is as clean as the first (the next command here: ``migrate``, which
     starts and stops the same PostgreSQL without loading the model)."""
     data_dir = tmp_path / "data"
-    done = _serve_and_terminate(data_dir, tmp_path)
+    done = _serve_and_terminate(data_dir, tmp_path, level="info")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+    # a first start reads as one: the new database is news, not a warning, and the
+    # server says where it serves once it answers, not while the model still loads
+    lines = done.stderr.splitlines()
+    [created] = [line for line in lines if "creating a new embedded PostgreSQL" in line]
+    assert created.startswith("INFO "), created
+    [ready] = [i for i, line in enumerate(lines) if "agent-memory ready on http://" in line]
+    assert not any("http://127.0.0.1" in line for line in lines[:ready]), lines[:ready]
     assert _postmaster(data_dir) is None
     again = _cli("migrate", cwd=tmp_path, AGENT_MEMORY_DATA_DIR=str(data_dir))
     assert again.returncode == 0, again.stderr

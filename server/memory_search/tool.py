@@ -104,7 +104,7 @@ async def embedding_started(
     if not text or not text.strip():
         yield None
         return
-    task = asyncio.ensure_future(embedder.embed_one(text))
+    task = asyncio.ensure_future(embedder.embed_query(text))
     try:
         yield task
     finally:

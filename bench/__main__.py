@@ -15,6 +15,7 @@ import sys
 
 BENCHES: dict[str, str] = {
     "search": "bench.search",
+    "request-path": "bench.request_path",
     "peers": "bench.peers",
     "locomo": "bench.locomo",
     "history-ingest": "bench.history_ingest",

@@ -12,8 +12,9 @@ round trips it sends to PostgreSQL, and the modules of the project it passes thr
   and how often the call goes back into a module it had already left (a callback, a
   helper called again from below). A coroutine resumed is not a new call. The leaves
   every path calls are not counted (:data:`LEAVES`: the pure rules of
-  ``server/domain/``, the tables of ``server/models/``, and ``server/session.py``, the
-  lock around each database call): a reader follows the path past them.
+  ``server/domain/``, the tables of ``server/models/``, ``server/session.py``, the lock
+  around each database call, and ``server/database.py``, the pool's check of a
+  connection it hands out): a reader follows the path past them.
 
 ``bench request-path`` prints both for a search and a turn; tests bound them.
 """
@@ -38,7 +39,7 @@ from server.database import Database
 
 ROOT = Path(__file__).resolve().parents[1]
 _PROJECT = tuple(f"{ROOT / top}{os.sep}" for top in ("server", "resolvers"))
-LEAVES = ("server/domain/", "server/models/", "server/session.py")
+LEAVES = ("server/domain/", "server/models/", "server/session.py", "server/database.py")
 _GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE..., CO_ASYNC_GEN
 
 

@@ -20,6 +20,7 @@ from resolvers.types.enums import (
 )
 from resolvers.types.pages import Connection, paged
 from server import models
+from server.models.rows import ExecutionRow
 from server.services import reads
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ class TurnType(Node):
     "helper or a program.",
 )
 class ExecutionType(Node):
-    row: strawberry.Private[models.Execution]
+    row: strawberry.Private[models.Execution | ExecutionRow]
 
     id: strawberry.ID = node_id("The execution's id.")
     kind: ExecutionKind = column(convert=ExecutionKind, description="What it records.")

@@ -11,6 +11,7 @@ limit counts (:func:`record_embed`).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -182,9 +183,14 @@ async def run_tool(
 
 def model_label(embedder: Embedder) -> str:
     """The model's name, never the server's file path."""
-    if embedder.model_name == default_model_path():
+    return _label(embedder.model_name)
+
+
+@functools.cache
+def _label(model_name: str) -> str:
+    if model_name == default_model_path():
         return DEFAULT_MODEL_LABEL
-    return PurePath(embedder.model_name).name or embedder.model_name
+    return PurePath(model_name).name or model_name
 
 
 async def record_embed(

@@ -18,7 +18,7 @@ from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoun
 from server.models import Agent, AgentVersion, Execution, Turn
 from server.services.agents import config_of
 from server.storage.built import built_once
-from server.storage.owners import agent_of
+from server.storage.owners import TURNS, Kept, agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,42 @@ class TurnScope:
     @property
     def read_only(self) -> bool:
         return self.caller.kind in ("helper", "program")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """What never changes of a turn (R12: only its status and its transcript do): its
+    agent, session and preview flag, its agent version's configuration, and the reader
+    its calls read memory as. A call that knows them builds its statements before it
+    reads the turn, and checks the turn is still open in the statement itself."""
+
+    turn_id: uuid.UUID
+    agent_id: uuid.UUID
+    session_id: uuid.UUID | None
+    preview: bool
+    config: HarnessConfig
+    reader: Reader
+
+
+def known_turn(db: AsyncSession, turn_id: uuid.UUID) -> TurnFacts | None:
+    """The facts of a turn a call of this process began or ran in, kept per database."""
+    kept: Kept[uuid.UUID, TurnFacts] = db.info[TURNS]
+    return kept.get(turn_id)
+
+
+def remember_turn(db: AsyncSession, turn: Turn, config: HarnessConfig) -> TurnFacts:
+    """Keep the facts of ``turn`` for its next calls."""
+    facts = TurnFacts(
+        turn_id=turn.id,
+        agent_id=turn.agent_id,
+        session_id=turn.session_id,
+        preview=turn.preview,
+        config=config,
+        reader=reader_for(turn, config),
+    )
+    kept: Kept[uuid.UUID, TurnFacts] = db.info[TURNS]
+    kept.put(turn.id, facts)
+    return facts
 
 
 def reader_for(turn: Turn, config: HarnessConfig) -> Reader:
@@ -170,7 +206,7 @@ async def open_scope(
         version=version,
         config=config,
         caller=caller,
-        reader=reader_for(turn, config),
+        reader=remember_turn(db, turn, config).reader,
         started_at=started_at,
     )
 

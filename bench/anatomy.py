@@ -55,7 +55,13 @@ class Wire:
         names: dict[str, str] = {}
         sql = "?"
         sending = False
-        for line in trace.splitlines():
+        lines: list[str] = []
+        for line in trace.splitlines():  # a statement's text may span lines
+            if line.startswith(("F\t", "B\t")) or not lines:
+                lines.append(line)
+            else:
+                lines[-1] += " " + line.strip()
+        for line in lines:
             parts = line.split("\t")
             if len(parts) < 3:
                 continue
@@ -67,7 +73,7 @@ class Wire:
                     sending = True
                 if message == "Parse":
                     name, _, rest = detail.partition(" ")
-                    sql = rest.rsplit('"', 1)[0].lstrip('"')
+                    sql = " ".join(rest[1 : rest.rfind('"')].split())
                     names[name] = sql
                 elif message == "Bind":
                     statement = detail.split(" ")[1] if " " in detail else '""'

@@ -497,7 +497,8 @@ async def _run(quick: bool) -> dict[str, Any]:
             await _interleaved(runs, p)
             await _cpu(runs, p)
         for run in runs:  # one server at a time
-            for workers in sorted({1, 2, p["workers"]}):
+            counts = sorted({1, 2, p["workers"]}) if _takes_workers(run.tree) else [1]
+            for workers in counts:
                 async with served(ctx["url"], run.tree, workers=workers) as server:
                     await _load(server.base, headers, open_turns, texts, 1.0)  # warm up
                     run.out.load[workers] = await _load(

@@ -99,8 +99,7 @@ _ISO = """to_char({t}, 'YYYY-MM-DD"T"HH24:MI:SS')
   || to_char({t}, 'TZH:TZM')"""
 """A timestamp as Python's ``datetime.isoformat()`` writes it."""
 
-_SEARCH = """
-WITH scope AS MATERIALIZED (
+_SEARCH = """WITH scope AS MATERIALIZED (
   SELECT t.status, c.id AS caller, c.kind AS caller_kind, c.turn_id = t.id AS caller_here,
          {invocation_ok} AS invocation_ok
   FROM turns t

@@ -1,4 +1,4 @@
-"""``python -m bench NAME [--quick] [--cv]``: run one benchmark.
+"""``python -m bench NAME [--quick] [--cv] [--data DIR]``: run one benchmark.
 
 Each benchmark is a module with ``run(quick: bool) -> dict``: it prints a
 readable table as it goes and returns its figures, which are printed here as
@@ -12,7 +12,10 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
+# the LoCoMo benches, and the module of each that cross-validates
+LOCOMO: dict[str, str] = {"locomo": "bench.locomo_memory_cv", "locomo-history": "bench.locomo_cv"}
 BENCHES: dict[str, str] = {
     "search": "bench.search",
     "request-path": "bench.request_path",
@@ -25,6 +28,7 @@ BENCHES: dict[str, str] = {
     "trace": "bench.trace",
     "keywords": "bench.keywords",
     "citus": "bench.citus",
+    "mcp": "bench.mcp",
 }
 
 
@@ -35,13 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cv",
         action="store_true",
-        help="locomo-history: choose the ranking's constants by leave-one-conversation-out",
+        help="locomo, locomo-history: choose the ranking's constants by nested "
+        "leave-one-conversation-out",
+    )
+    parser.add_argument(
+        "--data", type=Path, help="locomo, locomo-history: the folder of conversations"
     )
     args = parser.parse_args(argv)
-    if args.cv and args.name != "locomo-history":
-        parser.error("--cv is for locomo-history")
-    module = "bench.locomo_cv" if args.cv else BENCHES[args.name]
-    figures = importlib.import_module(module).run(quick=args.quick)
+    if (args.cv or args.data) and args.name not in LOCOMO:
+        parser.error("--cv and --data are for locomo and locomo-history")
+    module = LOCOMO[args.name] if args.cv else BENCHES[args.name]
+    data = {} if args.data is None else {"data": args.data}
+    figures = importlib.import_module(module).run(quick=args.quick, **data)
     sys.stdout.flush()
     print(json.dumps({"bench": args.name, "quick": args.quick, **figures}, default=str))
     return 0

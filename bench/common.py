@@ -10,6 +10,7 @@ does not load a million rows again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import os
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -39,6 +40,7 @@ from server.services import agents, turns
 from server.settings import Settings
 
 _server: EmbeddedPostgres | None = None
+Grid = TypeVar("Grid")
 
 
 def settings() -> Settings:
@@ -461,6 +463,16 @@ def bulk_records(
         params,
     )
     return records
+
+
+def grid(axes: dict[str, tuple[Any, ...]], base: Grid) -> list[Grid]:
+    """Every combination of ``axes``' values (constant name -> values) over ``base``, a
+    dataclass of constants: the grid a cross-validation chooses from."""
+    names = list(axes)
+    return [
+        dataclasses.replace(base, **dict(zip(names, values, strict=True)))
+        for values in itertools.product(*(axes[n] for n in names))
+    ]
 
 
 def run_async(coro: Any) -> Any:

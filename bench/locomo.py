@@ -43,9 +43,13 @@ EVERY = ("hybrid_every", "lexical_every")
 KS = (5, 10)
 
 
-def conversations(quick: bool) -> list[Path]:
-    files = sorted(DATA.glob("*.json"))
-    return files[:1] if quick else files
+# --quick: one conversation (--cv: three, the fewest leave-one-out can choose on)
+QUICK_FILES = 1
+
+
+def conversations(quick: bool, data: Path = DATA, *, quick_files: int = QUICK_FILES) -> list[Path]:
+    files = sorted(data.glob("*.json"))
+    return files[:quick_files] if quick else files
 
 
 def turns_of(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,7 +88,9 @@ def questions(conv: dict[str, Any], known: set[str]) -> list[dict[str, Any]]:
         }
         evidence &= known
         if evidence:
-            out.append({"question": qa["question"], "evidence": evidence})
+            out.append(
+                {"question": qa["question"], "evidence": evidence, "category": qa["category"]}
+            )
     return out
 
 
@@ -95,14 +101,26 @@ def recall(found: list[list[str]], qs: list[dict[str, Any]], k: int) -> float:
     return 100 * sum(scores) / len(scores)
 
 
-async def ours(
-    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
-) -> dict[str, list[list[str]]]:
-    db = await common.connect(url)
-    found: dict[str, list[list[str]]] = {m: [] for m in (*MODES, *EVERY)}
+def embed(convs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Every dialog turn's and question's vector, computed once and handed to each system."""
+    texts = sorted(
+        {t["text"] for c in convs for t in c["turns"]}
+        | {q["question"] for c in convs for q in c["questions"]}
+    )
+    model = common.embedder()
+    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
+    model.close()
+    return vec
+
+
+async def keep(
+    url: Any, db: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> list[tuple[common.Owner, dict[uuid.UUID, str]]]:
+    """Each conversation as one agent's memory, a record per dialog turn stamped with its
+    session's date: each agent, and the dia_id of each record."""
     pg_epoch = datetime(2000, 1, 1, tzinfo=UTC).timestamp()
+    owners = []
     with psycopg.connect(common.dsn(url), autocommit=True) as conn:
-        owners = []
         for c in convs:
             owner = await common.make_owner(
                 db, namespace=f"locomo{uuid.uuid4().hex[:6]}", config=common.MEMORY_CONFIG
@@ -120,6 +138,15 @@ async def ours(
             )
             owners.append((owner, {r: t["dia_id"] for r, t in zip(ids, c["turns"], strict=True)}))
         conn.execute("VACUUM ANALYZE memory_versions")
+    return owners
+
+
+async def ours(
+    url: Any, convs: list[dict[str, Any]], vec: dict[str, list[float]]
+) -> dict[str, list[list[str]]]:
+    db = await common.connect(url)
+    found: dict[str, list[list[str]]] = {m: [] for m in (*MODES, *EVERY)}
+    owners = await keep(url, db, convs, vec)
     for c, (owner, dia) in zip(convs, owners, strict=True):
         agent, api = owner.reader(), Reader.for_api(agent_id=owner.agent_id)
         for q in c["questions"]:
@@ -181,25 +208,41 @@ def langgraph(
     return found
 
 
-def run(quick: bool) -> dict[str, Any]:
+def load(quick: bool, data: Path = DATA, *, quick_files: int = QUICK_FILES) -> list[dict[str, Any]]:
+    """The conversations in ``data``: each one's name, dialog turns and questions."""
     convs = []
-    for path in conversations(quick):
+    for path in conversations(quick, data, quick_files=quick_files):
         conv = json.loads(path.read_text())
         turns = turns_of(conv)
-        convs.append(
-            {
-                "name": path.stem,
-                "turns": turns,
-                "questions": questions(conv, {t["dia_id"] for t in turns}),
-            }
+        known = {t["dia_id"] for t in turns}
+        convs.append({"name": path.stem, "turns": turns, "questions": questions(conv, known)})
+    if not convs:
+        raise SystemExit(f"no LoCoMo conversations in {data}")
+    return convs
+
+
+def per_conversation(
+    convs: list[dict[str, Any]], results: dict[str, list[list[str]]]
+) -> dict[str, dict[str, float]]:
+    """recall@10 of each conversation on its own, in each of the server's modes, and the
+    hybrid's lead over its better single mode."""
+    out = {}
+    start = 0
+    for c in convs:
+        qs = c["questions"]
+        end = start + len(qs)
+        row = {m: round(recall(results[m][start:end], qs, 10), 2) for m in MODES}
+        row["hybrid_minus_best_single"] = round(
+            row["hybrid"] - max(row["vector"], row["lexical"]), 2
         )
-    texts = sorted(
-        {t["text"] for c in convs for t in c["turns"]}
-        | {q["question"] for c in convs for q in c["questions"]}
-    )
-    model = common.embedder()
-    vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
-    model.close()
+        out[c["name"]] = row
+        start = end
+    return out
+
+
+def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
+    convs = load(quick, data)
+    vec = embed(convs)
     url, _ = common.database("bench_locomo", fresh=True)
     qs = [q for c in convs for q in c["questions"]]
     results: dict[str, list[list[str]]] = asyncio.run(ours(url, convs, vec))
@@ -225,6 +268,16 @@ def run(quick: bool) -> dict[str, Any]:
         f"LoCoMo retrieval, {len(convs)} conversations, {len(qs)} questions (recall, %)",
         ["system / mode", "recall@5", "recall@10"],
         rows,
+    )
+    conv = per_conversation(convs, results)
+    common.table(
+        "each conversation on its own: recall@10 (%)",
+        ["conversation", *MODES, "hybrid - best single mode"],
+        [[n, *r.values()] for n, r in conv.items()],
+    )
+    figures["per_conversation"] = conv
+    figures["hybrid_ge_single_plus_2_every_conversation"] = all(
+        r["hybrid_minus_best_single"] >= 2 for r in conv.values()
     )
     best_peer = max(
         (figures[p]["recall@10"] for p in ("mem0", "langgraph") if p in figures), default=None

@@ -25,7 +25,6 @@ SQL's ranking, replayed.
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 import uuid
@@ -114,11 +113,7 @@ GRID: dict[str, tuple[float | None, ...]] = {
 
 
 def grid(axes: dict[str, tuple[float | None, ...]], base: Constants = BASELINE) -> list[Constants]:
-    names = list(axes)
-    return [
-        replace(base, **dict(zip(names, values, strict=True)))
-        for values in itertools.product(*(axes[n] for n in names))
-    ]
+    return common.grid(axes, base)
 
 
 # -- the signals of one question, read once ---------------------------------------------
@@ -692,6 +687,47 @@ FINAL_GRID: dict[str, tuple[float | None, ...]] = {
 }
 
 
+# The constants whose sensitivity is reported (docs/ranking.md): the nested mean with each
+# held at half and one and a half times the server's value, while the three shares that
+# move the ranking most are chosen per fold among the server's value and its neighbours in
+# FINAL_GRID (BM25's b is 0: its row names 0.25 and 0.75 instead).
+SENSITIVE = (
+    "pool",
+    "common_share",
+    "cosine_share",
+    "context_share",
+    "next_share",
+    "turn_share",
+    "date_share",
+    "bm25_k1",
+    "bm25_b",
+)
+RECHOSEN = ("cosine_share", "context_share", "turn_share")
+
+
+def _neighbours(name: str) -> tuple[float | None, ...]:
+    values = sorted(v for v in FINAL_GRID[name] if v is not None)
+    i = values.index(getattr(SERVER, name))
+    return tuple(values[max(i - 1, 0) : i + 2])
+
+
+def sensitivity(signals: Sequence[Signals]) -> dict[str, dict[str, float]]:
+    out = {}
+    for name in SENSITIVE:
+        value = getattr(SERVER, name)
+        held = (0.25, value, 0.75) if name == "bm25_b" else (value * 0.5, value, value * 1.5)
+        row = {}
+        for at in held:
+            at = int(at) if isinstance(value, int) else round(at, 4)
+            axes = {k: _neighbours(k) for k in RECHOSEN if k != name}
+            configs = grid(axes, replace(SERVER, **{name: at}))
+            folds = cross_validate(signals, configs)
+            row[f"{at:g}"] = round(statistics.fmean(f.hybrid for f in folds), 4)
+        out[name] = row
+        print(f"sensitivity {name}: {row}", flush=True)
+    return out
+
+
 async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     conversations = load_conversations(data, QUICK_CV_FILES if quick else None)
     started = time.perf_counter()
@@ -724,8 +760,10 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
                 f"{table.mean(axis=1).max():.4f}); the server's: {SERVER.short()}"
             )
             figures["chosen_on_all"] = chosen.short()
+    if not quick:
+        figures["sensitivity"] = sensitivity(signals)
     return figures
 
 
-def run(quick: bool) -> dict[str, Any]:
-    return dict(common.run_async(_run(quick)))
+def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
+    return dict(common.run_async(_run(quick, data)))

@@ -353,6 +353,10 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
                     row.append(_mean(result["scores"][mode][k]))
             rows.append(row)
     recall = {f"{m}@{k}": round(_mean(totals[m][k]), 4) for m in MODES for k in KS}
+    columns = [f"{m}@{k}" for m in MODES for k in KS]
+    per_conversation = {
+        r[0]: {c: round(v, 4) for c, v in zip(columns, r[3:], strict=True)} for r in rows
+    }
     rows.append(
         [
             "all",
@@ -397,6 +401,7 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
         "questions": len(totals["hybrid"][10]),
         "recall": recall,
         "recall_by_category": by_category,
+        "per_conversation": per_conversation,
         "search_p50_ms": p50,
         "hybrid10_meets_0_75": recall["hybrid@10"] >= TARGET_RECALL_10,
         "hybrid10_ge_single_modes": recall["hybrid@10"] >= best_single,
@@ -404,5 +409,5 @@ async def _run(quick: bool, data: Path = DATA) -> dict[str, Any]:
     }
 
 
-def run(quick: bool) -> dict[str, Any]:
-    return dict(common.run_async(_run(quick)))
+def run(quick: bool, data: Path = DATA) -> dict[str, Any]:
+    return dict(common.run_async(_run(quick, data)))

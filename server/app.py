@@ -22,6 +22,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from memory_mcp.endpoint import McpEndpoint
+from memory_mcp.operations import Operations
 from resolvers.context import Credentials, make_context
 from resolvers.deadline import SCOPE_KEY
 from resolvers.guard import GraphQLGuard, bearer_token, error_body
@@ -171,6 +173,12 @@ def create_app(
     metrics = Metrics(database=db, embedder=model)
     schema = build_schema(settings=settings, extensions=[metrics.extension()])
     graphql = _GraphQL(schema, services=services, dev=settings.dev)
+    mcp = McpEndpoint(
+        Operations(
+            schema, database=db, embedder=model, settings=settings, callers=services["callers"]
+        ),
+        identity=caller,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -180,7 +188,8 @@ def create_app(
         await model.aload()
         _log.info("agent-memory ready")
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             if owned:
                 await db.dispose()
@@ -196,6 +205,7 @@ def create_app(
             Route(
                 "/graphql", GraphQLGuard(graphql, settings=settings, require_token=caller is None)
             ),
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),
             *web.routes(settings),

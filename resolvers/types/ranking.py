@@ -13,9 +13,7 @@ from server.domain.ranking import Explanation
 class SearchMode(Enum):
     _value_: str  # the configured value
 
-    HYBRID = strawberry.enum_value(
-        "hybrid", description="Meaning, keywords and recency, fused by reciprocal rank."
-    )
+    HYBRID = strawberry.enum_value("hybrid", description="Meaning, keywords and recency, blended.")
     LEXICAL = strawberry.enum_value("lexical", description="Keywords only (full-text rank).")
     VECTOR = strawberry.enum_value("vector", description="Meaning only (cosine similarity).")
 
@@ -36,10 +34,11 @@ class ScoreTermType:
 @strawberry.type(
     name="ScoreExplanation",
     description="Why a result ranked where it did. In HYBRID mode the score is the sum of "
-    "meaning.term, keywords.term and recency.term: each signal adds weight / (k + its "
-    "position) (reciprocal rank fusion), and newer records add a little, halving every "
-    "halfLifeDays. In VECTOR mode the score is the cosine, in LEXICAL mode the full-text "
-    "rank.",
+    "meaning.term, keywords.term and recency.term: each signal is scaled over the search's "
+    "candidates (the cosine from the least, 0, to the greatest, 1; the BM25 score over the "
+    "greatest) and weighed by its share of the named preset, and newer records add a "
+    "little, halving every halfLifeDays. In VECTOR mode the score is the cosine, in LEXICAL "
+    "mode the BM25 score.",
 )
 class ScoreExplanationType:
     mode: SearchMode = strawberry.field(description="How the search ranked.")

@@ -26,10 +26,9 @@ what one memory or one history part usually holds.
 The constants (:data:`BM25`), stored with both kinds' postings: ``k1`` 3 and ``b``
 0, no length normalisation. On LoCoMo a text's length says nothing of its worth
 (the answer a question needs is often the longer turn, and "Thanks!" is short):
-memory search's recall@10 is 66.1 with ``b`` 0 against 61.3 with 0.25 and 60.1
-with the usual 0.75 (``k1`` 0.9 to 3 moved it by 0.3), and leave one conversation
-out over history chose ``b`` 0 on every fold and ``k1`` 3 on most
-(docs/scaling.md, docs/history.md).
+nested leave-one-conversation-out chose ``b`` 0 on every fold of memory search and
+of history search, and history's chose ``k1`` 3 on most (docs/ranking.md, with each
+one's sensitivity).
 
 Which terms find candidates (:func:`seekers`): a query's ``most`` rarest terms,
 leaving out, when the preset says so, those more than ``common_share`` of the

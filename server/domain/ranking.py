@@ -22,12 +22,12 @@ A text that holds no term of the query is not a keyword match: a query such as
 with the query (and have no BM25 score).
 
 Candidate lists, with ``P = p.pool_size(limit) = max(limit * p.pool_factor,
-p.candidate_pool)`` and ``vrank``/``lrank`` 1-based positions::
+p.candidate_pool)``::
 
     V: candidates with cosine >= :min_score, ordered by cosine DESC,
-       created_at DESC, key ASC; the first P.    vrank = position in V
+       created_at DESC, key ASC; the first P.
     L: keyword matches, ordered by lexical DESC, created_at DESC, key ASC;
-       the first P.                              lrank = position in L
+       the first P.
 
 (Taking the top P by cosine and then dropping those under ``min_score`` gives
 the same V: the threshold only trims the tail. Storage finds L among the first
@@ -39,21 +39,30 @@ Modes:
 
 - ``vector``: the candidates in V; ``score = cosine``.
 - ``lexical``: the candidates in L; ``score = lexical``.
-- ``hybrid``: the candidates in V or L (so a candidate found only by meaning
-  needs ``cosine >= min_score``; a keyword match is found whatever its cosine,
-  but its meaning adds nothing below ``min_score``)::
+- ``hybrid``: the candidates in V or L, ``C = V ∪ L`` (so a candidate found only
+  by meaning needs ``cosine >= min_score``; a keyword match is found whatever its
+  cosine). Each signal is scaled over C and the two are blended::
 
-      rrf(r, w)  = w / (p.rrf_k + r)
-      recency(c) = 0.5 ^ (greatest(:now - created_at, 0) in days
-                          / p.recency_half_life_days)
-      score      = [c in V] rrf(vrank, p.vector_weight)
-                 + [c in L] rrf(lrank, p.lexical_weight)
-                 + p.recency_weight * recency(c) / (p.rrf_k + 1)
+      meaning(c)  = p.cosine_share * (cosine(c) - min_C cosine)
+                                   / (max_C cosine - min_C cosine)
+      keywords(c) = p.keyword_share * bm25(c) / max_C bm25
+                    -- bm25(c): its BM25 score, 0 when it holds no query term
+                    -- (or does not match the query's web-search syntax)
+      recency(c)  = 0.5 ^ (greatest(:now - created_at, 0) in days
+                           / p.recency_half_life_days)
+      score       = meaning(c) + keywords(c) + p.recency_gain * recency(c)
+
+  A 0/0 term is 0 (every candidate as close, or none holding a query word). Every
+  candidate's cosine counts, a keyword match's too, wherever it stands by meaning:
+  the blend reads how far apart the candidates are by each signal, not only their
+  order, so a weak signal whose candidates are all about as close moves the order
+  little, and a strong keyword match is not pulled out of the top by a meaning list
+  that is barely better than chance. ``p.keyword_share`` is ``1 - p.cosine_share``;
+  ``p.recency_gain`` is ``p.recency_weight`` times the larger share: what a brand-new
+  record gains, as a share of what the top candidate gains from its stronger signal.
 
   Ages are ``extract(epoch FROM :now - created_at) / 86400``, clamped at 0 so a
-  record stamped in the future counts as new, not newer than new. The recency
-  term is at most ``recency_weight`` times a first-place signal term, so under
-  the default preset it only reorders near-ties of the fused ranks.
+  record stamped in the future counts as new, not newer than new.
 
 Every mode orders by ``score DESC, created_at DESC, key ASC`` and returns the
 first ``limit``. ``key ASC`` is code-point order (a ``uuid`` column, or
@@ -82,8 +91,7 @@ The periods are half-open ``[start, end)`` (:func:`server.domain.dates.query_per
 read against ``:now``); a query naming none adds nothing.
 
 ``c.recency_weight`` is ``p.recency_weight`` of what a top part gains from its
-stronger signal, so recency again only settles near-ties; the order is the one
-above (score, newer, key).
+stronger signal, as in memory search; the order is the one above (score, newer, key).
 """
 
 from __future__ import annotations
@@ -123,8 +131,8 @@ class ContextPart:
 class Candidate:
     """One record version or history part with the signals the query found for it.
 
-    ``cosine`` is set when it was in the vector candidate list, ``lexical`` when it
-    matched the full-text query (its BM25 score, :mod:`server.domain.bm25`).
+    ``cosine`` is its cosine to the query (None: the search had no vector), ``lexical``
+    its BM25 score (:mod:`server.domain.bm25`) when it matched the full-text query.
     """
 
     key: str
@@ -142,19 +150,14 @@ _Scored = tuple[float, Candidate]
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A result: ``score`` is the cosine, the BM25 score or the fused score, by mode."""
+    """A result: ``score`` is the cosine, the BM25 score or the fused score, by mode;
+    ``terms``: a fused score's meaning and keyword terms (:func:`blend`)."""
 
     key: str
     score: float
     cosine: float | None
     lexical: float | None
-
-
-def rrf_term(rank: int, weight: float, k: int) -> float:
-    """Reciprocal rank fusion term ``weight / (k + rank)`` of a 1-based rank."""
-    if rank < 1:
-        raise ValueError("ranks are 1-based")
-    return weight / (k + rank)
+    terms: tuple[float, float] | None = None
 
 
 def recency(created_at: datetime, now: datetime, preset: FusionPreset) -> float:
@@ -185,29 +188,42 @@ def rank(
     vector = [(v, c) for v, c in _signal_list(pool, _cosine, size) if v >= min_score]
     lexical = _signal_list(pool, _lexical_match, size)
 
+    terms: dict[str, tuple[float, float]] = {}
     if mode == "vector":
         scored = vector
     elif mode == "lexical":
         scored = lexical
     elif mode == "hybrid":
-        scored = _fuse(vector, lexical, now=now, preset=preset)
+        found = list({c.key: c for _, c in (*vector, *lexical)}.values())
+        terms = blend(found, preset)
+        # Summed in the documented order, so equal inputs give bit-equal scores.
+        scored = [
+            (
+                (terms[c.key][0] + terms[c.key][1])
+                + preset.recency_gain * recency(c.created_at, now, preset),
+                c,
+            )
+            for c in found
+        ]
     else:
         raise ValueError(f"unknown mode {mode!r}")
 
     scored.sort(key=_order)
-    return [Ranked(c.key, score, c.cosine, c.lexical) for score, c in scored[:limit]]
+    return [
+        Ranked(c.key, score, c.cosine, c.lexical, terms.get(c.key)) for score, c in scored[:limit]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a result ranked where it did: each term of its score (R41).
 
-    In ``hybrid`` mode the score is ``meaning_term + keyword_term + recency_term``: a
-    signal's term is its reciprocal-rank-fusion term, from the result's position in that
-    signal's candidate list (``meaning_rank``, ``keyword_rank``; None, with a term of 0,
-    when it was not a candidate by that signal), and the recency term comes from its age.
-    In ``vector`` mode the score is the cosine (the meaning term); in ``lexical`` mode the
-    full-text rank (the keyword term); neither has a recency term."""
+    In ``hybrid`` mode the score is ``meaning_term + keyword_term + recency_term``
+    (:func:`rank`'s blend); ``meaning_rank`` and ``keyword_rank`` are the result's
+    positions in the candidate lists by meaning and by keywords (None when it was not
+    in one: it was found by the other). In ``vector`` mode the score is the cosine (the
+    meaning term); in ``lexical`` mode the BM25 score (the keyword term); neither has a
+    recency term."""
 
     mode: Mode
     score: float
@@ -223,16 +239,19 @@ def explain(
     *,
     mode: Mode,
     score: float,
+    terms: tuple[float, float] | None,
     created_at: datetime,
     now: datetime,
     meaning_rank: int | None,
     keyword_rank: int | None,
     preset: FusionPreset = DEFAULT_PRESET,
 ) -> Explanation:
-    """The terms of a result's ``score`` as :func:`rank` sums them, given its 1-based
-    positions in the candidate lists by meaning and by keywords (None: not in one)."""
+    """The terms of a result's ``score`` as :func:`rank` sums them: in ``hybrid`` mode
+    ``terms`` are its meaning and keyword terms (:func:`blend`, as the search computed
+    them), and its 1-based positions in the candidate lists by meaning and by keywords
+    (None: not in one)."""
     age = max((now - created_at).total_seconds(), 0.0) / _SECONDS_PER_DAY
-    if mode != "hybrid":
+    if mode != "hybrid" or terms is None:
         by_meaning = mode == "vector"
         return Explanation(
             mode=mode,
@@ -244,39 +263,38 @@ def explain(
             age_days=age,
             recency_term=0.0,
         )
-    k = preset.rrf_k
-    meaning = 0.0 if meaning_rank is None else rrf_term(meaning_rank, preset.vector_weight, k)
-    keywords = 0.0 if keyword_rank is None else rrf_term(keyword_rank, preset.lexical_weight, k)
-    fresh = preset.recency_weight * recency(created_at, now, preset) / (k + 1)
     return Explanation(
         mode=mode,
         score=score,
         meaning_rank=meaning_rank,
-        meaning_term=meaning,
+        meaning_term=terms[0],
         keyword_rank=keyword_rank,
-        keyword_term=keywords,
+        keyword_term=terms[1],
         age_days=age,
-        recency_term=fresh,
+        recency_term=preset.recency_gain * recency(created_at, now, preset),
     )
 
 
-def _fuse(
-    vector: list[_Scored], lexical: list[_Scored], *, now: datetime, preset: FusionPreset
-) -> list[_Scored]:
-    vrank = {c.key: i for i, (_, c) in enumerate(vector, start=1)}
-    lrank = {c.key: i for i, (_, c) in enumerate(lexical, start=1)}
-    found = {c.key: c for _, c in (*vector, *lexical)}
-    scored = []
-    for key, c in found.items():
-        # Summed in the documented order, so equal inputs give bit-equal scores.
-        score = 0.0
-        if key in vrank:
-            score += rrf_term(vrank[key], preset.vector_weight, preset.rrf_k)
-        if key in lrank:
-            score += rrf_term(lrank[key], preset.lexical_weight, preset.rrf_k)
-        score += preset.recency_weight * recency(c.created_at, now, preset) / (preset.rrf_k + 1)
-        scored.append((score, c))
-    return scored
+def blend(candidates: Sequence[Candidate], preset: FusionPreset) -> dict[str, tuple[float, float]]:
+    """Each candidate's meaning and keyword terms (the module docstring's ``meaning``
+    and ``keywords``), each signal scaled over ``candidates``; a candidate without a
+    cosine has no meaning term and does not count in the cosines' range."""
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    low = min(cosines, default=0.0)
+    spread = max(cosines, default=0.0) - low
+    top = max((_keyword_score(c) for c in candidates), default=0.0)
+    out = {}
+    for c in candidates:
+        meaning = 0.0
+        if c.cosine is not None and spread > 0:
+            meaning = preset.cosine_share * ((c.cosine - low) / spread)
+        words = preset.keyword_share * (_keyword_score(c) / top) if top > 0 else 0.0
+        out[c.key] = (meaning, words)
+    return out
+
+
+def _keyword_score(c: Candidate) -> float:
+    return c.lexical if c.lexical is not None and c.lexical > 0 else 0.0
 
 
 def _signal_list(

@@ -1,6 +1,7 @@
 """The named constants of search ranking (R41, R62): the fusion presets and the preset
 of history in context. :mod:`server.domain.ranking` says what each constant does;
-docs/history.md how the history ones were chosen."""
+docs/ranking.md how each was chosen (a value from the literature, cited, or chosen by
+nested leave-one-conversation-out on LoCoMo) and how much the ranking moves with it."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from server.domain.bm25 import Seeking
 
 @dataclass(frozen=True, slots=True)
 class FusionPreset:
-    """The constants of hybrid ranking: reciprocal rank fusion plus a recency term."""
+    """The constants of hybrid ranking: a blend of the candidates' cosines and BM25
+    scores, each scaled over the candidates, plus a recency term."""
 
     name: str
-    rrf_k: int
-    vector_weight: float
-    lexical_weight: float
+    # the cosine's share of the blend; the BM25 score has the rest
+    cosine_share: float
+    # what a brand-new record gains, as a share of what the top candidate gains from its
+    # stronger signal (:attr:`recency_gain`)
     recency_weight: float
     recency_half_life_days: float
     candidate_pool: int
@@ -26,10 +29,10 @@ class FusionPreset:
     seeking: Seeking = field(default_factory=lambda: Seeking(most=32, budget=8))
 
     def __post_init__(self) -> None:
-        if self.rrf_k < 0:
-            raise ValueError("rrf_k must be >= 0")
-        if min(self.vector_weight, self.lexical_weight, self.recency_weight) < 0:
-            raise ValueError("weights must be >= 0")
+        if not 0.0 <= self.cosine_share <= 1.0:
+            raise ValueError("cosine_share must be from 0 to 1")
+        if self.recency_weight < 0:
+            raise ValueError("recency_weight must be >= 0")
         if not self.recency_half_life_days > 0:
             raise ValueError("recency_half_life_days must be > 0")
         if self.candidate_pool < 1 or self.pool_factor < 1:
@@ -39,16 +42,25 @@ class FusionPreset:
         """How many candidates each signal contributes before fusion; never below ``limit``."""
         return max(limit * self.pool_factor, self.candidate_pool)
 
+    @property
+    def keyword_share(self) -> float:
+        """The BM25 score's share of the blend: ``1 - cosine_share``."""
+        return 1.0 - self.cosine_share
 
+    @property
+    def recency_gain(self) -> float:
+        """What a brand-new record gains: ``recency_weight`` of the larger share."""
+        return self.recency_weight * max(self.cosine_share, self.keyword_share)
+
+
+# Memory search's: each constant's value, how it was chosen and its sensitivity are in
+# docs/ranking.md.
 DEFAULT_PRESET = FusionPreset(
     name="default",
-    rrf_k=60,
-    vector_weight=1.0,
-    lexical_weight=1.0,
-    # A brand-new record gains at most a twentieth of a first place in one
-    # signal: about three places near the top of a list, so recency settles
-    # near-ties but never outranks a match that is clearly better.
-    recency_weight=0.05,
+    cosine_share=0.5,
+    # newer wins exact ties by the order alone: nested cross-validation chose no
+    # recency term (LoCoMo asked the day after: 0 of 0, 0.025, 0.05, 0.1)
+    recency_weight=0.0,
     recency_half_life_days=30.0,
     candidate_pool=40,
     pool_factor=4,
@@ -58,7 +70,7 @@ DEFAULT_PRESET = FusionPreset(
 @dataclass(frozen=True, slots=True)
 class ContextPreset:
     """The constants of ranking a session's history in context (R62), over the fusion
-    preset whose recency it keeps (docs/history.md says how each was chosen)."""
+    preset whose recency it keeps (docs/ranking.md says how each was chosen)."""
 
     name: str
     # the cosine's share of a part's blend; the keyword weight has the rest
@@ -99,7 +111,7 @@ HISTORY_FUSION_PRESET = replace(
     seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
 )
 
-# Each constant chosen by leave-one-conversation-out on LoCoMo (docs/history.md).
+# Each constant chosen by nested leave-one-conversation-out on LoCoMo (docs/ranking.md).
 HISTORY_CONTEXT_PRESET = ContextPreset(
     name="history_context",
     cosine_share=0.6,

@@ -51,13 +51,15 @@ from server.storage.owners import on_citus
 @dataclass(frozen=True, slots=True)
 class Found:
     """A record a search returned, with its ranking signals (None when listed): its
-    rows as the ORM loaded them, or as plain rows (:mod:`server.memory_search.recorded`)."""
+    rows as the ORM loaded them, or as plain rows (:mod:`server.memory_search.recorded`);
+    ``terms``: a hybrid score's meaning and keyword terms."""
 
     record: MemoryRecord | RecordRow
     version: MemoryVersion | VersionRow
     score: float | None = None
     cosine: float | None = None
     lexical: float | None = None
+    terms: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         v = self.version
@@ -134,6 +136,7 @@ async def ranked(
             score=float(r[2]),
             cosine=None if r[3] is None else float(r[3]),
             lexical=None if r[4] is None else float(r[4]),
+            terms=None if r[5] is None else (float(r[5]), float(r[6])),
         )
         for r in rows
     ]

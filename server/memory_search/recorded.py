@@ -114,6 +114,7 @@ ok AS (
 ranked AS ({ranking}),
 found AS MATERIALIZED (
   SELECT {version}, {record}, ranked.score, ranked.cosine, ranked.lexical,
+         ranked.meaning, ranked.keywords,
          row_number() OVER (ORDER BY ranked.score DESC, ranked.created_at DESC, ranked.key)
            AS rank
   FROM ranked
@@ -329,13 +330,14 @@ _SCORES = _RECORD + width(RecordRow)
 
 
 def _found(row: tuple[Any, ...]) -> Found:
-    score, cosine, lexical = row[_SCORES : _SCORES + 3]
+    score, cosine, lexical, meaning, keywords = row[_SCORES : _SCORES + 5]
     return Found(
         version=VersionRow(*row[_FOUND:_RECORD]),
         record=RecordRow(*row[_RECORD:_SCORES]),
         score=float(score),
         cosine=None if cosine is None else float(cosine),
         lexical=None if lexical is None else float(lexical),
+        terms=None if meaning is None else (float(meaning), float(keywords)),
     )
 
 

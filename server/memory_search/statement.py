@@ -190,7 +190,15 @@ def _with_rows(shape: _Shape) -> Select[Any]:
     them costs more than the query), best first."""
     top = _statement(shape).subquery("top")
     return (
-        select(MemoryVersion, MemoryRecord, top.c.score, top.c.cosine, top.c.lexical)
+        select(
+            MemoryVersion,
+            MemoryRecord,
+            top.c.score,
+            top.c.cosine,
+            top.c.lexical,
+            top.c.meaning,
+            top.c.keywords,
+        )
         .select_from(top)
         .join(
             MemoryVersion,

@@ -112,6 +112,7 @@ async def explain(db: AsyncSession, search: AgentSearch) -> list[ranking.Explana
         ranking.explain(
             mode=asked.mode,
             score=h.score if h.score is not None else 0.0,
+            terms=h.terms,
             created_at=h.version.created_at,
             now=search.now,
             meaning_rank=by_meaning.get(h.version.id),

@@ -122,8 +122,8 @@ class Candidates:
         )
 
     def by_keywords(self, text: str, *, vector: Sequence[float] | None) -> Any:
-        """The CTE ``l``: ``(key, created_at, lexical, lcosine, lrank)``; ``lexical`` is the
-        BM25 score, ``lcosine`` the candidate's cosine to ``vector`` (NULL without one)."""
+        """The CTE ``l``: ``(key, created_at, lexical, lcosine)``; ``lexical`` is the BM25
+        score, ``lcosine`` the candidate's cosine to ``vector`` (NULL without one)."""
         source = self.source
         if source.bounded and not uses_web_syntax(text):
             assert source.keywords is not None
@@ -154,13 +154,7 @@ class Candidates:
                 .select_from(top)
                 .join(source.from_, source.by_key(top.c.key))
             )
-        near = rows.subquery("lnear")
-        return select(
-            near,
-            func.row_number()
-            .over(order_by=(near.c.lexical.desc(), near.c.created_at.desc(), near.c.key))
-            .label("lrank"),
-        ).cte("l")
+        return rows.cte("l")
 
     def keys(self, vector: Sequence[float], text: str) -> Any:
         """The keys of both lists, as a CTE ``seeds(key)``."""

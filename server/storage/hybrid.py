@@ -25,10 +25,11 @@ string form); pass a ``COLLATE "C"`` expression for a text key.
 
 The statement is ``WITH v, l SELECT ...``: ``v`` and ``l`` are the candidates
 by meaning and by keywords (:mod:`server.storage.candidates`, the first ``P``
-of each, ``P`` the preset's pool for ``limit``), and the fusion is
-``v FULL JOIN l`` scored by the preset's formula in ``float8`` in the
-reference's order of operations, so scores equal :func:`rank`'s bit for bit;
-ordered by ``score DESC, created_at DESC, key``; the first ``limit``.
+of each, ``P`` the preset's pool for ``limit``, each with both signals), and the
+fusion is ``v FULL JOIN l`` scored by the preset's blend (each signal scaled over
+the candidates by a window over all of them) in ``float8`` in the reference's order
+of operations, so scores equal :func:`rank`'s bit for bit; ordered by
+``score DESC, created_at DESC, key``; the first ``limit``.
 ``vector`` and ``lexical`` modes build only their own candidate list.
 """
 
@@ -42,6 +43,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     bindparam,
+    case,
     cast,
     extract,
     func,
@@ -79,26 +81,51 @@ def _check_min_score(min_score: float) -> None:
         raise ValueError("min_score must be from -1 to 1")
 
 
-def _fused_score(
-    v: Any, lex: Any, created_at: ColumnElement[Any], *, now: datetime, preset: FusionPreset
-) -> ColumnElement[Any]:
-    k = float_param("rrf_k", preset.rrf_k)
-    vterm = func.coalesce(float_param("vector_weight", preset.vector_weight) / (k + v.c.vrank), 0)
-    lterm = func.coalesce(
-        float_param("lexical_weight", preset.lexical_weight) / (k + lex.c.lrank), 0
+def _blended(fused: Any, *, now: datetime, preset: FusionPreset) -> Select[Any]:
+    """The rows of ``fused`` (``key, cosine, lexical, created_at``: every candidate, with
+    both signals) with their meaning and keyword terms and their score, the reference's
+    blend in its order of operations: each signal scaled over the candidates (windows
+    over all of them), blended by the preset's shares, plus the recency term."""
+    c = fused.c
+    low = func.min(c.cosine, type_=F8).over()
+    high = func.max(c.cosine, type_=F8).over()
+    top = func.max(c.lexical, type_=F8).over()
+    zero: ColumnElement[float] = literal_column("0::float8")
+    share = float_param("cosine_share", preset.cosine_share)
+    meaning = case((high > low, share * ((c.cosine - low) / (high - low))), else_=zero)
+    words = case(
+        (
+            top > zero,
+            float_param("keyword_share", preset.keyword_share)
+            * (func.coalesce(c.lexical, zero) / top),
+        ),
+        else_=zero,
     )
-    age = cast(extract("epoch", bindparam("now", now) - created_at), F8)
-    days = func.greatest(age, literal_column("0")) / float_param("day", 86_400.0)
+    age = cast(extract("epoch", bindparam("now", now) - c.created_at), F8)
+    days = func.greatest(age, zero) / float_param("day", 86_400.0)
     fresh = func.power(
         literal_column("0.5::float8"),
         days / float_param("half_life", preset.recency_half_life_days),
     )
-    recency = (
-        float_param("recency_weight", preset.recency_weight)
-        * fresh
-        / float_param("k1", preset.rrf_k + 1)
+    terms = select(
+        c.key,
+        c.cosine,
+        c.lexical,
+        c.created_at,
+        meaning.label("meaning"),
+        words.label("keywords"),
+        (float_param("recency_gain", preset.recency_gain) * fresh).label("fresh"),
+    ).subquery("terms")
+    t = terms.c
+    return select(
+        t.key,
+        ((t.meaning + t.keywords) + t.fresh).label("score"),
+        t.cosine,
+        t.lexical,
+        t.created_at,
+        t.meaning,
+        t.keywords,
     )
-    return (vterm + lterm) + recency
 
 
 def build_search(
@@ -113,7 +140,8 @@ def build_search(
     now: datetime,
     path: Path | None = None,
 ) -> Select[Any]:
-    """The one statement of a search; rows ``(key, score, cosine, lexical, created_at)``."""
+    """The one statement of a search; rows ``(key, score, cosine, lexical, created_at,
+    meaning, keywords)``."""
     _check(mode=mode, text=text, vector=vector, min_score=min_score, limit=limit)
     found = Candidates(source, preset.pool_size(limit), min_score, path, seeking=preset.seeking)
     if mode == "vector":
@@ -130,28 +158,41 @@ def build_search(
     assert vector is not None and text is not None
     v = found.by_meaning(vector, text=text)
     lex = found.by_keywords(text, vector=vector)
-    created_at = func.coalesce(v.c.created_at, lex.c.created_at)
     fused = (
         select(
             func.coalesce(v.c.key, lex.c.key).label("key"),
-            _fused_score(v, lex, created_at, now=now, preset=preset).label("score"),
             func.coalesce(v.c.cosine, lex.c.lcosine).label("cosine"),
             func.coalesce(lex.c.lexical, v.c.vlexical).label("lexical"),
-            created_at.label("created_at"),
+            func.coalesce(v.c.created_at, lex.c.created_at).label("created_at"),
         )
         .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
         .subquery("fused")
     )
-    c = fused.c
-    return _best_first(c.key, c.score, c.cosine, c.lexical, c.created_at, limit)
+    scored = _blended(fused, now=now, preset=preset).subquery("scored")
+    c = scored.c
+    return _best_first(
+        c.key, c.score, c.cosine, c.lexical, c.created_at, limit, terms=(c.meaning, c.keywords)
+    )
 
 
 def _best_first(
-    key: Any, score: Any, cosine: Any, lexical: Any, created_at: Any, limit: int
+    key: Any,
+    score: Any,
+    cosine: Any,
+    lexical: Any,
+    created_at: Any,
+    limit: int,
+    *,
+    terms: tuple[Any, Any] | None = None,
 ) -> Select[Any]:
-    """Rows ``(key, score, cosine, lexical, created_at)``, the first ``limit`` by score,
-    newer first on a tie, then by key: the order of :func:`server.domain.ranking.rank`."""
-    named = zip((key, score, cosine, lexical, created_at), _ROW, strict=True)
+    """Rows ``(key, score, cosine, lexical, created_at, meaning, keywords)``, the first
+    ``limit`` by score, newer first on a tie, then by key: the order of
+    :func:`server.domain.ranking.rank`. ``meaning`` and ``keywords`` are a hybrid
+    score's terms (NULL in one signal's modes)."""
+    none = cast(null(), F8)
+    meaning, keywords = terms if terms is not None else (none, none)
+    columns = (key, score, cosine, lexical, created_at, meaning, keywords)
+    named = zip(columns, _ROW, strict=True)
     return (
         select(*(c if getattr(c, "name", None) == name else c.label(name) for c, name in named))
         .order_by(score.desc(), created_at.desc(), key)
@@ -160,7 +201,7 @@ def _best_first(
 
 
 # The columns of a search's rows; a column already so named keeps its name unlabelled.
-_ROW = ("key", "score", "cosine", "lexical", "created_at")
+_ROW = ("key", "score", "cosine", "lexical", "created_at", "meaning", "keywords")
 
 
 def search_parameters(

@@ -200,8 +200,9 @@ query($agent: ID!, $q: String!, $limit: Int) {
 
 
 async def test_each_result_says_why_it_ranked(api: Api, memory: Memory) -> None:
-    """R41: a hybrid result's score is its meaning, keyword and recency terms; a record
-    matching the query's words ranks by keywords, one sharing none only by meaning."""
+    """R41: a hybrid result's score is its meaning, keyword and recency terms (the default
+    preset adds nothing for age); a record sharing no word with the query has no keyword
+    term."""
     found = (await api.ok(EXPLAINED, agent=memory.agent, q="office morning", limit=5))[
         "searchAgentMemory"
     ]
@@ -211,16 +212,20 @@ async def test_each_result_says_why_it_ranked(api: Api, memory: Memory) -> None:
         assert (e["mode"], e["preset"], e["halfLifeDays"]) == ("HYBRID", "default", 30.0)
         total = e["meaning"]["term"] + e["keywords"]["term"] + e["recency"]
         assert total == pytest.approx(hit["score"], rel=1e-12)
-        assert 0 < e["recency"] < e["meaning"]["term"] + e["keywords"]["term"]
+        assert e["recency"] == 0.0
         assert e["ageDays"] >= 0
         if hit["lexical"] is None:  # no word in common: found by meaning alone
             assert e["keywords"] == {"rank": None, "term": 0.0}
     top = found[0]["explanation"]
     assert top["keywords"]["rank"] == 1 and top["meaning"]["rank"] == 1
+    # the best keyword match gains the keywords' whole share (half of the blend)
+    assert top["keywords"]["term"] == 0.5
     ranks = [h["explanation"]["meaning"]["rank"] for h in found]
     cosines = [h["cosine"] for h in found]
     by_cosine = sorted(range(len(found)), key=lambda i: -cosines[i])
     assert [ranks[i] for i in by_cosine] == sorted(r for r in ranks if r is not None)
+    meaning = [found[i]["explanation"]["meaning"]["term"] for i in by_cosine]
+    assert meaning == sorted(meaning, reverse=True)
 
 
 async def test_search_memory_results_have_no_explanation(api: Api) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import psycopg
@@ -30,6 +31,7 @@ from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
 from resolvers.kinds import BY_TYPE, Kind
 from resolvers.ownership import check
 from server import migrate
+from server.app import create_app
 from server.database import Database
 from server.embedding import Embedder
 from server.settings import Settings
@@ -38,6 +40,7 @@ from tests.api.ownership_cases import (
     CASES,
     GRAPHQL,
     PLACES,
+    RUNTIMES,
     SCHEMA,
     Case,
     Path,
@@ -53,6 +56,7 @@ from tests.api.ownership_cases import (
     replaced,
     value_at,
 )
+from tests.api.ownership_mcp import MCP_CASES, McpPlace, refused_at, substituted
 from tests.api.ownership_reads import (
     LOOKUPS,
     NODE_CASES,
@@ -74,6 +78,8 @@ from tests.api.ownership_world import (
     snapshot,
 )
 from tests.conftest import Api
+from tests.live_server import served
+from tests.mcp.clients import connected
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +178,50 @@ async def test_a_foreign_id_is_refused_and_changes_nothing(
     assert data is None or data == [None], data
     now, before = await snapshot(world.api), baseline["rows"]
     baseline["rows"] = now  # the next case is judged on its own
+    assert now == before, f"changed: {[t for t in now if now[t] != before[t]]}"
+
+
+@pytest.fixture(scope="module")
+async def mcp_servers(world: World) -> AsyncIterator[dict[str, str]]:
+    """A live server for each runtime the MCP cases call as (its caller given, as an
+    application that authenticates its users itself gives it)."""
+    api = world.api
+    async with AsyncExitStack() as stack:
+        urls = {}
+        for caller in RUNTIMES:
+            app = create_app(
+                api.settings,
+                database=api.database,
+                embedder=api.embedder,
+                caller=CALLERS[caller](world),
+            )
+            urls[caller] = await stack.enter_async_context(served(app))
+        yield urls
+
+
+@pytest.mark.parametrize("case", MCP_CASES, ids=lambda c: f"{c[0].tool}:{c[0].key}:{c[1]}")
+async def test_a_foreign_id_in_an_mcp_call_is_refused_and_changes_nothing(
+    world: World,
+    baseline: dict[str, dict[str, str]],
+    mcp_servers: dict[str, str],
+    case: tuple[McpPlace, str],
+) -> None:
+    """The same for MCP (memory_mcp): each id place of each tool's arguments, and the
+    turn, execution, model call, session or agent a call's _meta names, holding an
+    object at each distance the GraphQL field it becomes must refuse: a tool result with
+    isError and that field's code, and no table changed. One rule, one place: the
+    ownership table decides for MCP calls too."""
+    place, caller = case
+    async with connected(mcp_servers[caller], "given") as mcp:
+        for distance, code in refused_at(place, caller):
+            foreign = world.at[place.rule[0]][distance]
+            arguments, meta = substituted(world, place, foreign)
+            result = await mcp.call_tool(place.tool, arguments, meta=meta)
+            assert result.isError, (distance, result.structuredContent)
+            error = (result.structuredContent or {})["error"]
+            assert error["code"] == code, (distance, error)
+    now, before = await snapshot(world.api), baseline["rows"]
+    baseline["rows"] = now
     assert now == before, f"changed: {[t for t in now if now[t] != before[t]]}"
 
 

@@ -15,23 +15,25 @@ from server.domain.ranking import (
     ContextPart,
     Mode,
     Ranked,
+    blend,
     explain,
     rank,
     rank_in_context,
     recency,
-    rrf_term,
 )
 from server.domain.ranking_presets import DEFAULT_PRESET, HISTORY_CONTEXT_PRESET, FusionPreset
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-K = DEFAULT_PRESET.rrf_k
 MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
 # Each signal contributes only as many candidates as the limit asks for.
 TINY_POOL = replace(DEFAULT_PRESET, name="tiny", candidate_pool=1, pool_factor=1)
-# a preset whose newest records matter most: a new record gains half a first place
+# a preset whose newest records matter: a brand-new record gains half what the best
+# candidate gains from its stronger signal (0.25 of a score of at most 1)
 RECENCY_HEAVY = replace(
     DEFAULT_PRESET, name="recency_heavy", recency_weight=0.5, recency_half_life_days=7.0
 )
+MEANING = DEFAULT_PRESET.cosine_share
+WORDS = DEFAULT_PRESET.keyword_share
 
 
 def cand(
@@ -50,17 +52,35 @@ def run(cands: list[Candidate], mode: Mode = "hybrid", **kw: object) -> list[Ran
 
 
 def recency_term(days_old: float, preset: FusionPreset = DEFAULT_PRESET) -> float:
-    return preset.recency_weight * recency(NOW - timedelta(days=days_old), NOW, preset) / (K + 1)
+    return preset.recency_gain * recency(NOW - timedelta(days=days_old), NOW, preset)
 
 
 # Formula pieces
 
 
-def test_rrf_term_is_weight_over_k_plus_rank() -> None:
-    assert rrf_term(1, 1.0, 60) == 1 / 61
-    assert rrf_term(3, 0.5, 10) == 0.5 / 13
-    with pytest.raises(ValueError, match="1-based"):
-        rrf_term(0, 1.0, 60)
+def test_each_signal_is_scaled_over_the_candidates_and_blended() -> None:
+    """The cosine from the candidates' least (0) to their greatest (1), the BM25 score
+    over the greatest, each times its share; a record holding no word adds nothing."""
+    cands = [
+        cand("a", cosine=0.9, lexical=2.0),
+        cand("b", cosine=0.5, lexical=4.0),
+        cand("c", cosine=0.7),
+    ]
+    assert blend(cands, DEFAULT_PRESET) == {
+        "a": (MEANING * 1.0, WORDS * 0.5),
+        "b": (MEANING * 0.0, WORDS * 1.0),
+        "c": (MEANING * ((0.7 - 0.5) / (0.9 - 0.5)), 0.0),
+    }
+    assert DEFAULT_PRESET.cosine_share + DEFAULT_PRESET.keyword_share == 1.0
+
+
+def test_no_spread_and_no_keyword_match_add_nothing() -> None:
+    """0/0 is 0: candidates all as close add no meaning term, none holding a word no
+    keyword term."""
+    assert blend([cand("a", cosine=0.4), cand("b", cosine=0.4)], DEFAULT_PRESET) == {
+        "a": (0.0, 0.0),
+        "b": (0.0, 0.0),
+    }
 
 
 def test_recency_halves_every_half_life_and_ignores_future() -> None:
@@ -71,12 +91,14 @@ def test_recency_halves_every_half_life_and_ignores_future() -> None:
     assert recency(NOW + timedelta(days=5), NOW, DEFAULT_PRESET) == 1.0
 
 
-def test_hybrid_score_is_the_documented_sum() -> None:
+@pytest.mark.parametrize("preset", [DEFAULT_PRESET, RECENCY_HEAVY])
+def test_hybrid_score_is_the_documented_sum(preset: FusionPreset) -> None:
     a = cand("a", days_old=10, cosine=0.9, lexical=0.2)
     b = cand("b", days_old=0, cosine=0.8, lexical=0.5)
-    scores = {r.key: r.score for r in run([a, b])}
-    assert scores["a"] == pytest.approx(1 / (K + 1) + 1 / (K + 2) + recency_term(10))
-    assert scores["b"] == pytest.approx(1 / (K + 2) + 1 / (K + 1) + recency_term(0))
+    scores = {r.key: r.score for r in run([a, b], preset=preset)}
+    assert scores["a"] == MEANING * 1.0 + WORDS * (0.2 / 0.5) + recency_term(10, preset)
+    assert scores["b"] == MEANING * 0.0 + WORDS * 1.0 + recency_term(0, preset)
+    assert (recency_term(0, preset) > 0) == (preset is RECENCY_HEAVY)
 
 
 # One signal per mode
@@ -115,11 +137,19 @@ def test_min_score_drops_meaning_only_candidates_below_it(mode: Mode) -> None:
     assert keys(run(cands, mode, min_score=0.5)) == ["above", "at"]
 
 
-def test_min_score_keeps_keyword_matches_without_their_meaning_term() -> None:
-    cands = [cand("words", cosine=0.1, lexical=0.3), cand("close", cosine=0.9)]
+def test_min_score_keeps_keyword_matches_and_their_cosine_counts() -> None:
+    """A keyword match under min_score is still found, and its cosine is the least of
+    the candidates'."""
+    cands = [
+        cand("words", cosine=0.1, lexical=0.3),
+        cand("close", cosine=0.9),
+        cand("mid", cosine=0.5),
+        cand("below", cosine=0.2),
+    ]
     results = {r.key: r for r in run(cands, min_score=0.5)}
-    assert set(results) == {"words", "close"}
-    assert results["words"].score == pytest.approx(1 / (K + 1) + recency_term(0))
+    assert set(results) == {"words", "close", "mid"}
+    assert results["words"].score == WORDS * 1.0
+    assert results["mid"].score == MEANING * ((0.5 - 0.1) / (0.9 - 0.1))
     assert results["words"].cosine == 0.1
 
 
@@ -146,35 +176,72 @@ def test_key_settles_ties_of_score_and_time(mode: Mode) -> None:
     assert keys(results) == ["a", "b"]
 
 
-def test_hybrid_tie_between_signals_goes_to_the_newer() -> None:
+@pytest.mark.parametrize("preset", [DEFAULT_PRESET, RECENCY_HEAVY])
+def test_hybrid_tie_between_signals_goes_to_the_newer(preset: FusionPreset) -> None:
+    """The best by meaning alone and the best by words alone score the same (each its
+    signal's share); the newer ranks first."""
     by_meaning = cand("a-meaning", days_old=1, cosine=0.9)
-    by_words = cand("z-words", days_old=0, lexical=0.9)
-    assert keys(run([by_meaning, by_words])) == ["z-words", "a-meaning"]
+    by_words = cand("z-words", days_old=0, cosine=0.5, lexical=0.9)
+    found = run([by_meaning, by_words], preset=replace(preset, recency_weight=0.0))
+    assert keys(found) == ["z-words", "a-meaning"]
+    assert found[0].score == found[1].score
 
 
 def test_strong_in_both_signals_beats_strong_in_one() -> None:
     cands = [
         cand("best-meaning", cosine=0.95),
-        cand("best-words", lexical=0.9),
+        cand("best-words", cosine=0.2, lexical=0.9),
         cand("both", days_old=300, cosine=0.9, lexical=0.8),
     ]
     assert keys(run(cands))[0] == "both"
 
 
-def test_recency_settles_near_ties() -> None:
-    cands = [cand("first-old", days_old=365, cosine=0.91), cand("second-new", cosine=0.9)]
-    assert keys(run(cands)) == ["second-new", "first-old"]
+def test_a_weak_signal_does_not_push_down_the_best_of_the_other() -> None:
+    """The best keyword match, whatever its cosine, scores at least the keyword share;
+    a record found by meaning alone at most the cosine share: of a strong keyword match
+    and records a little closer holding a common word, the keyword match ranks first."""
+    cands = [
+        cand("keyword-hit", cosine=0.40, lexical=4.0),
+        *(cand(f"closer-{i}", cosine=0.50 - i / 100, lexical=0.2) for i in range(5)),
+        cand("far", cosine=0.1),
+    ]
+    assert keys(run(cands))[0] == "keyword-hit"
+    cands = [
+        cand("meaning-hit", cosine=0.60),
+        *(cand(f"word-{i}", cosine=0.20 + i / 100, lexical=0.2) for i in range(5)),
+        cand("rarer-word", cosine=0.15, lexical=1.0),
+        cand("far", cosine=0.05),
+    ]
+    assert keys(run(cands))[:2] == ["rarer-word", "meaning-hit"]
 
 
-def test_recency_never_lifts_a_new_record_over_a_much_better_old_one() -> None:
-    # Under the default preset, a brand-new record gains less than four places.
-    old_best = cand("old-best", days_old=3650, cosine=0.9)
-    others = [cand(f"mid-{i}", days_old=100, cosine=0.8 - i / 100) for i in range(3)]
-    new_fifth = cand("new-fifth", cosine=0.5)
-    ranked = keys(run([old_best, *others, new_fifth], limit=1))
-    assert ranked == ["old-best"]
-    heavy = keys(run([old_best, *others, new_fifth], limit=1, preset=RECENCY_HEAVY))
-    assert heavy == ["new-fifth"]
+def test_the_default_preset_has_no_recency_term() -> None:
+    """Newer wins ties by the order; the default preset adds nothing for age (nested
+    cross-validation chose no recency term, docs/ranking.md)."""
+    cands = [
+        cand("first-old", days_old=365, cosine=0.91),
+        cand("second-new", cosine=0.9),
+        cand("floor", cosine=0.5),
+    ]
+    assert DEFAULT_PRESET.recency_gain == 0.0
+    assert keys(run(cands)) == ["first-old", "second-new", "floor"]
+
+
+def test_a_recency_term_settles_near_ties_only() -> None:
+    """Under a preset that weighs recency, a brand-new record passes an old one a little
+    closer, not one much closer."""
+    near = [
+        cand("first-old", days_old=365, cosine=0.91),
+        cand("second-new", cosine=0.9),
+        cand("floor", cosine=0.5),
+    ]
+    assert keys(run(near, preset=RECENCY_HEAVY)) == ["second-new", "first-old", "floor"]
+    far = [
+        cand("old-best", days_old=3650, cosine=0.9),
+        *(cand(f"mid-{i}", days_old=100, cosine=0.8 - i / 100) for i in range(3)),
+        cand("new-low", cosine=0.5),
+    ]
+    assert keys(run(far, limit=1, preset=RECENCY_HEAVY)) == ["old-best"]
 
 
 # Limit and pool
@@ -195,20 +262,21 @@ def test_pool_size_grows_with_limit_and_never_falls_below_it() -> None:
 
 
 def test_only_the_pool_of_each_signal_counts_in_hybrid() -> None:
-    old = [cand("v1", days_old=365, cosine=0.9), cand("v2", days_old=365, cosine=0.8)]
+    old = [cand("v1", days_old=365, cosine=0.9), cand("v2", days_old=365, cosine=0.75)]
     new_third = cand("v3-new", cosine=0.7)
-    # Recency would lift the third by meaning over both, but it is past the pool.
-    assert keys(run([*old, new_third], limit=2)) == ["v3-new", "v1"]
-    assert keys(run([*old, new_third], limit=2, preset=TINY_POOL)) == ["v1", "v2"]
+    # Recency lifts the third by meaning over the second, unless it is past the pool.
+    heavy_tiny = replace(RECENCY_HEAVY, candidate_pool=1, pool_factor=1)
+    assert keys(run([*old, new_third], limit=2, preset=RECENCY_HEAVY)) == ["v1", "v3-new"]
+    assert keys(run([*old, new_third], limit=2, preset=heavy_tiny)) == ["v1", "v2"]
 
 
-def test_a_keyword_match_past_the_vector_pool_keeps_only_its_keyword_term() -> None:
+def test_a_keyword_match_past_the_vector_pool_keeps_its_cosine() -> None:
+    """A candidate is scaled by its cosine whichever list found it."""
     old = [cand("v1", days_old=365, cosine=0.9), cand("v2", days_old=365, cosine=0.8)]
     words = cand("v3-words", cosine=0.7, lexical=0.2)
     in_pool = {r.key: r.score for r in run([*old, words], limit=2)}
     past_pool = {r.key: r.score for r in run([*old, words], limit=2, preset=TINY_POOL)}
-    assert in_pool["v3-words"] == pytest.approx(1 / (K + 3) + 1 / (K + 1) + recency_term(0))
-    assert past_pool["v3-words"] == pytest.approx(1 / (K + 1) + recency_term(0))
+    assert in_pool == past_pool == {"v1": MEANING * 1.0, "v3-words": WORDS * 1.0}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -238,13 +306,14 @@ def test_bad_inputs_are_refused() -> None:
 
 def test_presets_are_immutable() -> None:
     with pytest.raises(FrozenInstanceError):
-        DEFAULT_PRESET.rrf_k = 1  # type: ignore[misc]
+        DEFAULT_PRESET.cosine_share = 1.0  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"rrf_k": -1},
+        {"cosine_share": -0.1},
+        {"cosine_share": 1.5},
         {"recency_weight": -0.1},
         {"recency_half_life_days": 0.0},
         {"candidate_pool": 0},
@@ -427,19 +496,34 @@ def test_r62_scores_follow_the_documented_formula() -> None:
     assert ranked["a"].lexical is None and ranked["q"].lexical == 3.0
 
 
-def test_r62_recency_settles_near_ties_only() -> None:
+def test_r62_newer_wins_ties_and_a_recency_term_settles_near_ties_only() -> None:
+    """The history preset adds nothing for age (as memory's: docs/ranking.md), so newer
+    wins exact ties by the order; a preset that weighs recency lifts a new part over an
+    old one a little closer, not over one much closer."""
+    assert HISTORY_CONTEXT_PRESET.recency_weight == 0.0
     same = [
         _part("old", 1, 1, cosine=0.5, age_days=60),
         _part("new", 2, 1, cosine=0.5),
         _part("floor", 3, 1, cosine=0.1),
     ]
     assert _keys(rank_in_context(same, now=NOW, limit=3))[:2] == ["new", "old"]
+    weighed = replace(
+        HISTORY_CONTEXT_PRESET,
+        fusion=replace(HISTORY_CONTEXT_PRESET.fusion, recency_weight=0.05),
+    )
+    near = [
+        _part("old", 1, 1, cosine=0.501, age_days=60),
+        _part("new", 2, 1, cosine=0.5),
+        _part("floor", 3, 1, cosine=0.1),
+    ]
+    assert _keys(rank_in_context(near, now=NOW, limit=3))[:2] == ["old", "new"]
+    assert _keys(rank_in_context(near, now=NOW, limit=3, preset=weighed))[:2] == ["new", "old"]
     clear = [
         _part("old", 1, 1, cosine=0.6, age_days=60),
         _part("new", 2, 1, cosine=0.5),
         _part("floor", 3, 1, cosine=0.1),
     ]
-    assert _keys(rank_in_context(clear, now=NOW, limit=3))[:2] == ["old", "new"]
+    assert _keys(rank_in_context(clear, now=NOW, limit=3, preset=weighed))[:2] == ["old", "new"]
 
 
 def test_r62_no_spread_and_no_keyword_score_nothing_but_recency() -> None:
@@ -465,7 +549,7 @@ def test_r62_context_preset_is_checked() -> None:
     with pytest.raises(ValueError, match="shares"):
         replace(HISTORY_CONTEXT_PRESET, turn_share=-0.1)
     assert HISTORY_CONTEXT_PRESET.recency_weight == pytest.approx(
-        DEFAULT_PRESET.recency_weight
+        HISTORY_CONTEXT_PRESET.fusion.recency_weight
         * max(HISTORY_CONTEXT_PRESET.cosine_share, 1 - HISTORY_CONTEXT_PRESET.cosine_share)
     )
 
@@ -521,8 +605,9 @@ def test_r62_a_part_kept_in_a_period_the_query_names_gains_date_share() -> None:
 def test_a_hybrid_explanation_sums_to_the_score(
     cands: list[Candidate], min_score: float, limit: int, preset: FusionPreset
 ) -> None:
-    """Each result's terms, from its positions in the single-signal rankings over the same
-    pool (what the dashboard's search reads), add up to its score exactly."""
+    """Each result's terms (its blend's, and its age's) add up to its score exactly; its
+    positions are those in the single-signal rankings over the same pool (what the
+    dashboard's search reads), in one of them at least."""
     pool = preset.pool_size(limit)
     args: dict[str, Any] = {"min_score": min_score, "now": NOW, "preset": preset}
     results = rank(cands, mode="hybrid", limit=limit, **args)
@@ -533,6 +618,7 @@ def test_a_hybrid_explanation_sums_to_the_score(
         e = explain(
             mode="hybrid",
             score=r.score,
+            terms=r.terms,
             created_at=created[r.key],
             now=NOW,
             meaning_rank=by_meaning.get(r.key),
@@ -546,11 +632,23 @@ def test_a_hybrid_explanation_sums_to_the_score(
 def test_a_single_signal_explanation_is_that_signal() -> None:
     made = NOW - timedelta(days=3)
     vector = explain(
-        mode="vector", score=0.8, created_at=made, now=NOW, meaning_rank=2, keyword_rank=None
+        mode="vector",
+        score=0.8,
+        terms=None,
+        created_at=made,
+        now=NOW,
+        meaning_rank=2,
+        keyword_rank=None,
     )
     assert (vector.meaning_term, vector.keyword_term, vector.recency_term) == (0.8, 0.0, 0.0)
     assert (vector.meaning_rank, vector.age_days) == (2, pytest.approx(3.0))
     lexical = explain(
-        mode="lexical", score=0.1, created_at=made, now=NOW, meaning_rank=None, keyword_rank=1
+        mode="lexical",
+        score=0.1,
+        terms=None,
+        created_at=made,
+        now=NOW,
+        meaning_rank=None,
+        keyword_rank=1,
     )
     assert (lexical.meaning_term, lexical.keyword_term, lexical.keyword_rank) == (0.0, 0.1, 1)

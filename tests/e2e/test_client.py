@@ -38,6 +38,7 @@ from agent_memory_client import (
 from sqlalchemy.engine import URL
 
 from tests.e2e.live import ROOT, Seeded, client, dashboard_token, seed
+from tests.mcp.clients import connected
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +246,21 @@ def test_the_readme_client_examples_run_as_written(
     printed = run(dashboard, client_token)
     assert "Prefers phone calls after 5pm: v1 ACTIVE\n" in printed
     assert "Prefers email: v1 ACTIVE, v2 SUPERSEDED\n" in printed
+
+
+async def test_the_served_process_answers_mcp_with_the_agents_tools(
+    seeded: Seeded, server: str
+) -> None:
+    """`agent-memory serve` (what `make run` runs) serves /mcp beside /graphql, on the same
+    port: the seeded agent's runtime token lists its tools and searches its memory."""
+    async with connected(server, seeded.runtime_token) as mcp:
+        tools = [t.name for t in (await mcp.list_tools()).tools]
+        found = await mcp.call_tool("search_memory", {"query": "how to contact the customer"})
+    assert tools == [
+        "search_memory",
+        "add_memory",
+        "read_memory",
+        "delete_memory",
+        "search_history",
+    ]
+    assert not found.isError and found.structuredContent is not None

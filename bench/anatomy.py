@@ -45,14 +45,16 @@ _GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERA
 
 @dataclass
 class Wire:
-    """What was sent to PostgreSQL while counting: each statement's SQL (``?`` for a
-    statement prepared before the count began), and the round trips."""
+    """What was sent to PostgreSQL while counting: each statement's SQL, and the round
+    trips. ``prepared``: the statements the connections had prepared before the count
+    began, by name (the trace shows only their names)."""
 
     statements: list[str] = field(default_factory=list)
     round_trips: int = 0
+    prepared: dict[str, str] = field(default_factory=dict)
 
     def read(self, trace: str) -> None:
-        names: dict[str, str] = {}
+        names = dict(self.prepared)
         sql = "?"
         sending = False
         lines: list[str] = []
@@ -97,7 +99,10 @@ def counted(database: Database) -> Iterator[Wire]:
     traced: list[Any] = []
 
     def checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-        pgconn = dbapi_connection.driver_connection.pgconn
+        connection = dbapi_connection.driver_connection
+        for (query, _types), name in connection._prepared._names.items():
+            wire.prepared[f'"{name.decode()}"'] = " ".join(query.decode().split())
+        pgconn = connection.pgconn
         pgconn.trace(fd)
         pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
         traced.append(pgconn)

@@ -45,12 +45,13 @@ _GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERA
 
 @dataclass
 class Wire:
-    """What was sent to PostgreSQL while counting: each statement's SQL, and the round
-    trips. ``prepared``: the statements the connections had prepared before the count
-    began, by name (the trace shows only their names)."""
+    """What was sent to PostgreSQL while counting: each statement's SQL, the round trips,
+    and the rows the database sent back. ``prepared``: the statements the connections
+    had prepared before the count began, by name (the trace shows only their names)."""
 
     statements: list[str] = field(default_factory=list)
     round_trips: int = 0
+    rows: int = 0
     prepared: dict[str, str] = field(default_factory=dict)
 
     def read(self, trace: str) -> None:
@@ -80,12 +81,13 @@ class Wire:
                 elif message == "Bind":
                     statement = detail.split(" ")[1] if " " in detail else '""'
                     sql = names.get(statement, sql if statement == '""' else "?")
-                elif message == "Execute":
+                elif message == "Execute" and sql != "BEGIN":  # in a pipeline, BEGIN is parsed
                     self.statements.append(sql)
                 elif message == "Query" and detail != '"BEGIN"':
                     self.statements.append(detail.strip('"'))
             elif direction == "B":
                 sending = False
+                self.rows += message == "DataRow"
 
 
 @contextmanager

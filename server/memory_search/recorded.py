@@ -1,26 +1,35 @@
-"""A search and what it records, in one statement (R12, R26, R41, R43).
+"""A search or a recall and what it records, in one statement (R12, R26, R41-R43).
 
-The statement of a ``search_memory`` call with a query, built once per shape and sent
-through psycopg with its values as parameters (``$n``, no text converted per call), its
-rows read as plain dataclasses (:mod:`server.models.rows`):
+The statement of a ``search_memory`` call with a query, and of a recall, built once per
+shape and sent through psycopg with its values as parameters (``$n``: no text converted
+per call), its rows read as plain dataclasses (:mod:`server.models.rows`):
 
 - ``scope``: the call's turn held open for the call (``FOR KEY SHARE``, as
   :func:`server.services.turn_scope.open_turn` holds it) with its calling execution
   and model call, and whether they are what a tool call needs (``ok``);
 - ``ranked``: the ranking of :mod:`server.memory_search.statement`, as text, its values
   by name; ``found``: each hit's version and record, best first;
+- a recall's repeat check (R42): the digest of the versions found
+  (:func:`server.memory_search.recall.version_set_digest`, computed alike) and the
+  conversation's recorded recall of that digest (``repeat``, one index probe); a recall
+  is recorded (``recording``) when it found something that was not put before the
+  conversation yet; a search always is;
 - ``output``: the call's output, each record as :meth:`Found.to_json` writes it;
 - ``allocated``, ``execution``, ``usage``, ``events``, ``uses``: what the call records,
   as :mod:`server.services.tool_ledger` writes it for every tool call: its execution
-  (input and output), the query embedding's ``embed`` usage and its ``usage`` event, the
-  ``tool.result`` event, one RETRIEVED use per version found; written only when the
-  turn is open and the caller may call the tool.
+  (input and output; a recall's digest), the query embedding's ``embed`` usage and its
+  ``usage`` event (on the caller's execution when a recall is not recorded), the
+  ``tool.result`` event, one RETRIEVED use per version found; nothing unless the turn
+  is open and the caller may call the tool.
 
 The caller knows the turn's facts (its configuration, its reader:
-:func:`server.services.turn_scope.known_turn`) before it sends anything, so the
-statement goes with the ranking's generic plan setting in one round trip, and the
-turn's state is checked where it is held. A call the statement refuses (the turn is
-closed, the caller is another turn's) wrote nothing; the error says why, as
+:func:`server.services.turn_scope.known_turn`) before it sends anything. A search sends
+the ranking's generic plan setting, then the statement. A recall first locks its
+conversation (the caller's execution row, ``FOR NO KEY UPDATE``), in a statement that
+also sets the generic plan, so that its repeat check, in the next statement, sees every
+earlier recall of the conversation. Both go in one round trip
+(psycopg's pipeline mode): the database runs them in order. A call the statement refuses
+(the turn is closed, the caller is another turn's) wrote nothing; the error says why, as
 :func:`server.services.turn_scope.open_scope` says it.
 """
 
@@ -67,10 +76,20 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Searched:
-    """The call's execution as written, and the records it found, best first."""
+    """The records found, best first; the call's execution as written (None: a recall
+    not recorded), and for a recall that repeats, the earlier recall it repeats."""
 
-    execution: ExecutionRow
     items: list[Found]
+    execution: ExecutionRow | None
+    repeat_of: ExecutionRow | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """What makes a call a recall: its marking in the output (R44)."""
+
+    kind: str
+    notice: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +97,7 @@ class _Shape:
     by_caller: bool
     invocation: bool
     embedded: bool
+    recall: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +119,21 @@ _ISO = """to_char({t}, 'YYYY-MM-DD"T"HH24:MI:SS')
   || to_char({t}, 'TZH:TZM')"""
 """A timestamp as Python's ``datetime.isoformat()`` writes it."""
 
-_SEARCH = """WITH scope AS MATERIALIZED (
+# the call's turn and caller, as open_scope finds them
+_CALLER_IS = {
+    True: "c.id = %(call_caller)s",
+    False: "c.turn_id = t.id AND c.kind = 'turn'",
+}
+
+_HOLD = """SELECT {setting}
+FROM turns t
+JOIN executions c ON c.agent_id = t.agent_id AND {caller_is}
+WHERE t.id = %(call_turn)s AND t.agent_id = %(call_agent)s
+FOR KEY SHARE OF t FOR NO KEY UPDATE OF c"""
+"""A recall's conversation held until its transaction ends (R42): one recall of a
+conversation at a time."""
+
+_STATEMENT = """WITH scope AS MATERIALIZED (
   SELECT t.status, c.id AS caller, c.kind AS caller_kind, c.turn_id = t.id AS caller_here,
          {invocation_ok} AS invocation_ok
   FROM turns t
@@ -120,56 +154,93 @@ found AS MATERIALIZED (
   FROM ranked
   JOIN memory_versions v ON v.id = ranked.key AND v.agent_id = %(call_agent)s
   JOIN memory_records r ON r.id = v.record_id AND r.agent_id = v.agent_id
-),
+),{repeat}
 output AS (
-  SELECT jsonb_build_object('records', coalesce(jsonb_agg(jsonb_build_object(
+  SELECT jsonb_build_object({marking}'records', coalesce(jsonb_agg(jsonb_build_object(
     'id', f.r_id, 'version', f.id, 'scope', f.r_scope, 'kind', f.kind,
     'summary', f.summary, 'content', f.content, 'labels', f.labels,
     'createdAt', {created_at}, 'score', f.score) ORDER BY f.rank), '[]'::jsonb)) AS value
   FROM found f
 ),
+planned AS (
+  SELECT e.*, row_number() OVER (ORDER BY e.type = 'tool.result') AS n
+  FROM ({events}) AS e (id, type, payload, tool_name, execution_id)
+),
 allocated AS (
-  UPDATE turns SET event_seq = event_seq + {events}
-  WHERE id = %(call_turn)s AND agent_id = %(call_agent)s AND EXISTS (SELECT FROM ok)
+  UPDATE turns SET event_seq = event_seq + (SELECT count(*) FROM planned)
+  WHERE id = %(call_turn)s AND agent_id = %(call_agent)s AND EXISTS (SELECT FROM planned)
   RETURNING event_seq
 ),
 execution AS (
   INSERT INTO executions (id, agent_id, turn_id, parent_id, kind, name, status, input,
-                          output, created_at, ended_at)
-  SELECT %(call_execution)s, %(call_agent)s, %(call_turn)s, ok.caller, 'tool',
+                          output, created_at, ended_at, recall_digest)
+  SELECT %(call_execution)s, %(call_agent)s, %(call_turn)s, recording.caller, 'tool',
          %(call_name)s, 'succeeded', %(call_input)s, (SELECT value FROM output),
-         statement_timestamp(), statement_timestamp()
-  FROM ok
+         statement_timestamp(), statement_timestamp(), {digest}
+  FROM recording
   RETURNING {execution}
 ),{usage}
 events AS (
   INSERT INTO transcript_events (id, agent_id, turn_id, execution_id, sequence, type,
                                  payload, tool_name)
-  SELECT e.id, %(call_agent)s, %(call_turn)s, %(call_execution)s,
-         a.event_seq - {events} + e.n, e.type, e.payload, e.tool_name
-  FROM allocated a, ({event_rows}) AS e (id, n, type, payload, tool_name)
+  SELECT p.id, %(call_agent)s, %(call_turn)s, p.execution_id,
+         a.event_seq - (SELECT count(*) FROM planned) + p.n, p.type, p.payload, p.tool_name
+  FROM allocated a, planned p
 ),
 uses AS (
   INSERT INTO output_uses (id, agent_id, execution_id, kind, memory_version_id, rank)
   SELECT (%(call_uses)s::uuid[])[f.rank], %(call_agent)s, %(call_execution)s, 'RETRIEVED',
          f.id, f.rank
-  FROM found f, ok
+  FROM found f, recording
 )
-SELECT s.status, s.caller_kind, s.caller_here, s.invocation_ok, e.*, f.*
+SELECT s.status, s.caller_kind, s.caller_here, s.invocation_ok, e.*, {repeated}, f.*
 FROM scope s
-LEFT JOIN execution e ON true
-LEFT JOIN found f ON e.id IS NOT NULL
-ORDER BY f.rank
-"""
+LEFT JOIN execution e ON true{repeat_join}
+LEFT JOIN found f ON EXISTS (SELECT FROM ok)
+ORDER BY f.rank"""
+
+_SEARCHED = """
+recording AS (SELECT caller FROM ok),"""
+"""A search is recorded whatever it found."""
+
+_RECALLED = """
+digest AS (
+  SELECT count(*) AS n,
+         sha256(coalesce(string_agg(uuid_send(f.id), ''::bytea ORDER BY f.id), ''::bytea))
+           AS value
+  FROM found f
+),
+repeat AS MATERIALIZED (
+  SELECT {execution}
+  FROM executions e, ok, digest d
+  WHERE e.agent_id = %(call_agent)s AND e.parent_id = ok.caller
+    AND e.recall_digest = d.value AND d.n > 0
+  ORDER BY e.created_at
+  LIMIT 1
+),
+recording AS (
+  SELECT ok.caller FROM ok, digest d WHERE d.n > 0 AND NOT EXISTS (SELECT FROM repeat)
+),"""
+"""A recall is recorded when it found versions not put before the conversation yet."""
 
 _USAGE = """
 usage AS (
   INSERT INTO invocations (id, agent_id, execution_id, purpose, model, input_tokens,
                            output_tokens, counted)
-  SELECT %(call_invocation_made)s, %(call_agent)s, %(call_execution)s, 'embed',
-         %(call_model)s, %(call_tokens)s, 0, false
+  SELECT %(call_invocation_made)s, %(call_agent)s,
+         CASE WHEN EXISTS (SELECT FROM recording) THEN %(call_execution)s ELSE ok.caller END,
+         'embed', %(call_model)s, %(call_tokens)s, 0, false
   FROM ok
 ),"""
+"""The query's embedding (R43): on the call's execution, or on its caller's when a recall
+is not recorded."""
+
+_USAGE_EVENT = """SELECT %(call_usage_event)s::uuid, 'usage', %(call_usage)s::jsonb, NULL,
+         CASE WHEN EXISTS (SELECT FROM recording) THEN %(call_execution)s ELSE ok.caller END
+  FROM ok"""
+_RESULT_EVENT = """SELECT %(call_result_event)s::uuid, 'tool.result', (SELECT value FROM output),
+         %(call_name)s, %(call_execution)s::uuid
+  FROM recording"""
 
 
 @built_once
@@ -179,44 +250,9 @@ def _compiled(ranking: Any) -> tuple[str, dict[str, Any]]:
     return compiled.string, dict(compiled.params)
 
 
-@built_once
-def _text(shape: _Shape, ranking: Any) -> _Text:
-    ranking_sql, defaults = _compiled(ranking)
-    columns = {
-        "version": ", ".join(f"v.{c.strip()}" for c in VersionRow.COLUMNS.split(",")),
-        "record": ", ".join(
-            f"r.{c.strip()} AS r_{c.strip()}" for c in RecordRow.COLUMNS.split(",")
-        ),
-    }
-    events = 2 if shape.embedded else 1
-    result = (
-        "(%(call_result_event)s::uuid, {n}, 'tool.result', (SELECT value FROM output),"
-        " %(call_name)s)"
-    )
-    usage_event = "(%(call_usage_event)s::uuid, 1, 'usage', %(call_usage)s::jsonb, NULL)"
-    rows = (
-        f"VALUES {usage_event}, {result.format(n=2)}"
-        if shape.embedded
-        else (f"VALUES {result.format(n=1)}")
-    )
-    sql = _SEARCH.format(
-        invocation_ok=(
-            "EXISTS (SELECT FROM invocations i WHERE i.id = %(call_invocation)s"
-            " AND i.agent_id = t.agent_id AND i.execution_id = c.id)"
-            if shape.invocation
-            else "true"
-        ),
-        caller_is=(
-            "c.id = %(call_caller)s" if shape.by_caller else "c.turn_id = t.id AND c.kind = 'turn'"
-        ),
-        ranking=ranking_sql,
-        created_at=_ISO.format(t="f.created_at"),
-        events=events,
-        execution=ExecutionRow.COLUMNS,
-        usage=_USAGE if shape.embedded else "",
-        event_rows=rows,
-        **columns,
-    )
+def _numbered(sql: str, defaults: dict[str, Any] | None = None) -> _Text:
+    """``sql`` with ``%(name)s`` placeholders as ``$n`` (a compiled statement's literal
+    ``%%`` as ``%``)."""
     names: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -225,12 +261,51 @@ def _text(shape: _Shape, ranking: Any) -> _Text:
             names.append(name)
         return f"${names.index(name) + 1}"
 
-    # the compiled ranking writes a literal % as %%; the placeholders become $n
-    numbered = _NAME.sub(number, sql).replace("%%", "%")
-    return _Text(numbered, tuple(names), defaults)
+    return _Text(_NAME.sub(number, sql).replace("%%", "%"), tuple(names), defaults or {})
 
 
-async def search(
+@built_once
+def _hold(by_caller: bool, generic: bool) -> _Text:
+    setting = "set_config('plan_cache_mode', 'force_generic_plan', true)" if generic else "1"
+    return _numbered(_HOLD.format(setting=setting, caller_is=_CALLER_IS[by_caller]))
+
+
+@built_once
+def _text(shape: _Shape, ranking: Any) -> _Text:
+    ranking_sql, defaults = _compiled(ranking)
+    version = ", ".join(f"v.{c.strip()}" for c in VersionRow.COLUMNS.split(","))
+    record = ", ".join(f"r.{c.strip()} AS r_{c.strip()}" for c in RecordRow.COLUMNS.split(","))
+    events = [_USAGE_EVENT] if shape.embedded else []
+    events.append(_RESULT_EVENT)
+    repeat_columns = ", ".join(f"e.{c.strip()}" for c in ExecutionRow.COLUMNS.split(","))
+    nulls = ", ".join("NULL" for _ in range(width(ExecutionRow)))
+    sql = _STATEMENT.format(
+        invocation_ok=(
+            "EXISTS (SELECT FROM invocations i WHERE i.id = %(call_invocation)s"
+            " AND i.agent_id = t.agent_id AND i.execution_id = c.id)"
+            if shape.invocation
+            else "true"
+        ),
+        caller_is=_CALLER_IS[shape.by_caller],
+        ranking=ranking_sql,
+        version=version,
+        record=record,
+        repeat=_RECALLED.format(execution=repeat_columns) if shape.recall else _SEARCHED,
+        marking="'kind', %(call_kind)s::text, 'notice', %(call_notice)s::text, "
+        if shape.recall
+        else "",
+        created_at=_ISO.format(t="f.created_at"),
+        events="\n  UNION ALL ".join(events),
+        digest="(SELECT value FROM digest)" if shape.recall else "NULL",
+        execution=ExecutionRow.COLUMNS,
+        usage=_USAGE if shape.embedded else "",
+        repeated="r.*" if shape.recall else nulls,
+        repeat_join="\nLEFT JOIN repeat r ON true" if shape.recall else "",
+    )
+    return _numbered(sql, defaults)
+
+
+async def run(
     db: AsyncSession,
     *,
     facts: TurnFacts,
@@ -238,30 +313,67 @@ async def search(
     query: MemoryQuery,
     tokens: int | None,
     model: str,
+    recall: Recall | None = None,
 ) -> Searched:
-    """Rank ``query`` for the call's turn and record the call, in one statement; the
-    execution as written and the records found. Raises what
-    :func:`server.services.turn_scope.open_scope` raises for a turn that is not open or a
-    caller that may not call the tool, and then nothing was written."""
-    reader = facts.reader
+    """Rank ``query`` for the call's turn and record the call, in one statement; what it
+    found and recorded. Raises what :func:`server.services.turn_scope.open_scope` raises
+    for a turn that is not open or a caller that may not call the tool, and then nothing
+    was written."""
     if query.mode != "lexical" and query.path is None:
-        query = replace(query, path=await path_of(db, reader.agent_id))
-    ranking, values = ranking_statement(reader, query, now=datetime.now(UTC))
+        query = replace(query, path=await path_of(db, facts.agent_id))
+    ranking, values = ranking_statement(facts.reader, query, now=datetime.now(UTC))
     shape = _Shape(
         by_caller=call.caller_id is not None,
         invocation=call.invocation_id is not None,
         embedded=tokens is not None,
+        recall=recall is not None,
     )
     text = _text(shape, ranking)
-    execution_id = uuid.uuid4()
+    given = _values(facts, call, query, values, tokens, model, recall)
+    generic = not on_citus(db)  # Citus cannot plan it generic (docs/scaling.md)
+    hold = _hold(shape.by_caller, generic) if recall is not None else None
+
+    async def send(connection: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+        first, cursor = AsyncRawCursor(connection), AsyncRawCursor(connection)
+        async with connection.pipeline():  # one round trip
+            if hold is not None:
+                await first.execute(hold.sql, hold.values(given), prepare=True)
+            elif generic:
+                await first.execute(_GENERIC_PLAN)
+            await cursor.execute(text.sql, text.values(given), prepare=True)
+        return await cursor.fetchall()
+
+    assert isinstance(db, SerialSession)
+    rows = await db.on_driver(send)
+    _refused(rows, call)
+    first = rows[0]
+    execution = _execution(first[_EXECUTION:_REPEAT])
+    if execution is not None:
+        remember(db, execution.id, execution.agent_id)  # the call's answer names it
+    return Searched(
+        items=[_found(row) for row in rows if row[_FOUND] is not None],
+        execution=execution,
+        repeat_of=_execution(first[_REPEAT:_FOUND]),
+    )
+
+
+def _values(
+    facts: TurnFacts,
+    call: Call,
+    query: MemoryQuery,
+    ranking: dict[str, Any],
+    tokens: int | None,
+    model: str,
+    recall: Recall | None,
+) -> dict[str, Any]:
     given: dict[str, Any] = {
-        **values,
+        **ranking,
         "q": None if query.vector is None else Vector(list(query.vector)),
         "call_turn": call.turn_id,
         "call_agent": facts.agent_id,
         "call_caller": call.caller_id,
         "call_invocation": call.invocation_id,
-        "call_execution": execution_id,
+        "call_execution": uuid.uuid4(),
         "call_name": SEARCH_TOOL,
         "call_input": Jsonb(call.input),
         "call_result_event": uuid.uuid4(),
@@ -269,6 +381,8 @@ async def search(
     }
     if "filter_labels" in given:
         given["filter_labels"] = Jsonb(given["filter_labels"])
+    if recall is not None:
+        given.update(call_kind=recall.kind, call_notice=recall.notice)
     if tokens is not None:
         made = uuid.uuid4()
         given.update(
@@ -287,23 +401,7 @@ async def search(
                 }
             ),
         )
-    generic = not on_citus(db)  # Citus cannot plan it generic (docs/scaling.md)
-
-    async def send(connection: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
-        cursor = AsyncRawCursor(connection)
-        if generic:
-            await cursor.execute(_GENERIC_PLAN)
-        await cursor.execute(text.sql, text.values(given), prepare=True)
-        return await cursor.fetchall()
-
-    assert isinstance(db, SerialSession)
-    rows = await db.on_driver(send)
-    _refused(rows, call)
-    execution = ExecutionRow(*rows[0][4 : 4 + width(ExecutionRow)])
-    remember(db, execution.id, execution.agent_id)  # the call's answer names it
-    return Searched(
-        execution=execution, items=[_found(row) for row in rows if row[_FOUND] is not None]
-    )
+    return given
 
 
 def _refused(rows: Sequence[tuple[Any, ...]], call: Call) -> None:
@@ -324,9 +422,15 @@ def _refused(rows: Sequence[tuple[Any, ...]], call: Call) -> None:
         )
 
 
-_FOUND = 4 + width(ExecutionRow)
+_EXECUTION = 4
+_REPEAT = _EXECUTION + width(ExecutionRow)
+_FOUND = _REPEAT + width(ExecutionRow)
 _RECORD = _FOUND + width(VersionRow)
 _SCORES = _RECORD + width(RecordRow)
+
+
+def _execution(columns: tuple[Any, ...]) -> ExecutionRow | None:
+    return None if columns[0] is None else ExecutionRow(*columns)
 
 
 def _found(row: tuple[Any, ...]) -> Found:
@@ -341,4 +445,4 @@ def _found(row: tuple[Any, ...]) -> Found:
     )
 
 
-__all__ = ["Call", "Searched", "search"]
+__all__ = ["Call", "Recall", "Searched", "run"]

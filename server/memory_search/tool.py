@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -53,14 +53,7 @@ from server.memory_search.recorded import Call
 from server.memory_search.statement import NO_FILTERS, Filters, MemoryQuery
 from server.models import Execution, MemoryRecord, MemoryVersion
 from server.models.rows import ExecutionRow
-from server.services.tools import (
-    CallRef,
-    ToolResult,
-    model_label,
-    open_call,
-    record_found,
-    run_tool,
-)
+from server.services.tools import CallRef, model_label, open_call, record_found, run_tool
 from server.services.turn_scope import TurnFacts, TurnScope, known_turn
 from server.storage.gate import record_condition, version_in_force
 
@@ -181,7 +174,7 @@ async def search_memory(
     }
     # the query's embedding runs while the call's scope and checks are read
     async with embedding_started(embedder, query, maximum=MAX_QUERY) as embedding:
-        facts = known_turn(db, ref.turn_id) or await _read_facts(db, ref)
+        facts = known_turn(db, ref.turn_id) or await read_facts(db, ref)
         try:
             asked = _asked(
                 facts.config,
@@ -201,7 +194,7 @@ async def search_memory(
                 if search.mode == "lexical"
                 else await (embedding if embedding is not None else embedder.embed_one(asked.text))
             )
-            found = await recorded.search(
+            found = await recorded.run(
                 db,
                 facts=facts,
                 call=Call(ref.turn_id, ref.caller_execution_id, ref.invocation_id, args),
@@ -216,11 +209,12 @@ async def search_memory(
                 tokens=tokens,
                 model=model_label(embedder),
             )
+            assert found.execution is not None  # a search is recorded whatever it found
             return SearchResult(execution=found.execution, items=found.items, next_cursor=None)
         return await _recorded_call(db, embedder, ref=ref, args=args, embedding=embedding)
 
 
-async def _read_facts(db: AsyncSession, ref: CallRef) -> TurnFacts:
+async def read_facts(db: AsyncSession, ref: CallRef) -> TurnFacts:
     """The facts of a turn this process has not seen a call of: its scope read (which
     says why a call cannot run in it)."""
     await open_call(db, ref)
@@ -275,12 +269,15 @@ async def _recorded_call(
         await record_found(db, scope, execution, embedder, tokens=tokens, versions=versions)
         return items
 
-    result = await run_search(
+    result = await run_tool(
         db,
         ref=ref,
+        name=SEARCH_TOOL,
         input=args,
+        output_key="records",
         body=body,
         more_output=lambda: {"next": page["next"]} if query is None else {},
+        writes=False,
     )
     return SearchResult(execution=result.execution, items=result.items, next_cursor=page["next"])
 
@@ -326,36 +323,11 @@ async def _listed(
     return items, cursor.encode("memory", items[-1].record.seq) if more else None
 
 
-async def run_search(
-    db: AsyncSession,
-    *,
-    ref: CallRef,
-    input: dict[str, Any],
-    body: Callable[[TurnScope, Execution], Awaitable[list[Found]]],
-    more_output: Callable[[], dict[str, Any]],
-    scope: TurnScope | None = None,
-) -> ToolResult[Found]:
-    """A call of search_memory (a recall is recorded as one): :func:`run_tool` listing
-    the records it found."""
-    return await run_tool(
-        db,
-        ref=ref,
-        name=SEARCH_TOOL,
-        input=input,
-        output_key="records",
-        body=body,
-        more_output=more_output,
-        scope=scope,
-        writes=False,
-    )
-
-
 __all__ = [
     "MAX_LIMIT",
     "MAX_QUERY",
     "Filters",
     "Found",
     "SearchResult",
-    "run_search",
     "search_memory",
 ]

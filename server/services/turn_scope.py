@@ -114,11 +114,9 @@ def _open_turn(exclusive: bool) -> Any:
 
 
 @built_once
-def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> Any:
+def _open_scope(by_caller: bool, exclusive: bool) -> Any:
     """:func:`open_scope`'s statement: the turn with its version, agent and caller
-    execution (parameter ``caller`` if ``by_caller``, else the turn's own); with
-    ``hold_caller``, the caller's row locked too (``FOR NO KEY UPDATE``), which needs it
-    found (an inner join)."""
+    execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
     if by_caller:
         caller_of = col(Execution.id) == bindparam("caller")
     else:
@@ -136,24 +134,10 @@ def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> 
         .join(
             Execution,
             and_(caller_of, col(Execution.agent_id) == bindparam("agent")),
-            isouter=not hold_caller,
+            isouter=True,
         )
     )
-    held = _holding(stmt, exclusive=exclusive)
-    return held.suffix_with("FOR NO KEY UPDATE OF executions") if hold_caller else held
-
-
-@built_once
-def _holding_caller() -> Any:
-    """The caller's row (parameters ``caller`` and its ``agent``) locked as
-    ``hold_caller`` locks it."""
-    return (
-        select(col(Execution.id))
-        .where(
-            col(Execution.id) == bindparam("caller"), col(Execution.agent_id) == bindparam("agent")
-        )
-        .with_for_update(key_share=True)
-    )
+    return _holding(stmt, exclusive=exclusive)
 
 
 def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
@@ -170,26 +154,16 @@ async def open_scope(
     turn_id: uuid.UUID,
     caller_execution_id: uuid.UUID | None = None,
     exclusive: bool = False,
-    hold_caller: bool = False,
 ) -> TurnScope:
     """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
     its agent version and its caller execution (by default the turn's own), in one
-    statement. ``hold_caller``: the caller's row is locked until the transaction ends
-    (one call of the conversation at a time: a recall, R42)."""
+    statement."""
     by_caller = caller_execution_id is not None
     agent_id = await agent_of(db, Turn, turn_id)
     params = {"turn": turn_id, "agent": agent_id}
     if by_caller:
         params["caller"] = caller_execution_id
-    row = (await db.execute(_open_scope(by_caller, exclusive, hold_caller), params)).first()
-    if row is None and hold_caller:  # what is missing, said as without the lock
-        scope = await open_scope(
-            db, turn_id=turn_id, caller_execution_id=caller_execution_id, exclusive=exclusive
-        )
-        await db.execute(
-            _holding_caller(), {"caller": scope.caller.id, "agent": scope.caller.agent_id}
-        )
-        return scope
+    row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None
     _, version, agent, caller, started_at = row

@@ -46,16 +46,16 @@ _GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERA
 @dataclass
 class Wire:
     """What was sent to PostgreSQL while counting: each statement's SQL, the round trips,
-    and the rows the database sent back. ``prepared``: the statements the connections
-    had prepared before the count began, by name (the trace shows only their names)."""
+    and the rows the database sent back."""
 
     statements: list[str] = field(default_factory=list)
     round_trips: int = 0
     rows: int = 0
-    prepared: dict[str, str] = field(default_factory=dict)
 
-    def read(self, trace: str) -> None:
-        names = dict(self.prepared)
+    def read(self, trace: str, prepared: dict[str, str]) -> None:
+        """Count one connection's ``trace``; ``prepared``: the statements it had prepared
+        before, by name (the trace names them only; each connection has its own names)."""
+        names = dict(prepared)
         sql = "?"
         sending = False
         lines: list[str] = []
@@ -97,24 +97,27 @@ def counted(database: Database) -> Iterator[Wire]:
     engine = database.engine
     assert engine is not None
     wire = Wire()
-    fd, path = tempfile.mkstemp(prefix="agent-memory-wire-")
-    traced: list[Any] = []
+    traces: list[tuple[int, str, dict[str, str]]] = []  # one per checkout, in order
+    traced: dict[Any, int] = {}
 
     def checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         connection = dbapi_connection.driver_connection
-        for (query, _types), name in connection._prepared._names.items():
-            wire.prepared[f'"{name.decode()}"'] = " ".join(query.decode().split())
+        prepared = {
+            f'"{name.decode()}"': " ".join(query.decode().split())
+            for (query, _types), name in connection._prepared._names.items()
+        }
+        fd, path = tempfile.mkstemp(prefix="agent-memory-wire-")
+        traces.append((fd, path, prepared))
         pgconn = connection.pgconn
         pgconn.trace(fd)
         pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-        traced.append(pgconn)
+        traced[pgconn] = fd
 
     def checkin(dbapi_connection: Any, _record: Any) -> None:
         if dbapi_connection is not None:
             pgconn = dbapi_connection.driver_connection.pgconn
-            if pgconn in traced:
+            if traced.pop(pgconn, None) is not None:
                 pgconn.untrace()
-                traced.remove(pgconn)
 
     event.listen(engine.sync_engine, "checkout", checkout)
     event.listen(engine.sync_engine, "checkin", checkin)
@@ -125,9 +128,10 @@ def counted(database: Database) -> Iterator[Wire]:
         event.remove(engine.sync_engine, "checkin", checkin)
         for pgconn in traced:
             pgconn.untrace()
-        os.close(fd)
-        wire.read(Path(path).read_text())
-        os.unlink(path)
+        for fd, path, prepared in traces:
+            os.close(fd)
+            wire.read(Path(path).read_text(), prepared)
+            os.unlink(path)
 
 
 @dataclass

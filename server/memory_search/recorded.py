@@ -282,7 +282,7 @@ def _text(shape: _Shape, ranking: Any) -> _Text:
     sql = _STATEMENT.format(
         invocation_ok=(
             "EXISTS (SELECT FROM invocations i WHERE i.id = %(call_invocation)s"
-            " AND i.agent_id = t.agent_id AND i.execution_id = c.id)"
+            " AND i.agent_id = %(call_agent)s AND i.execution_id = c.id)"
             if shape.invocation
             else "true"
         ),

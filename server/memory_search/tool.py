@@ -56,6 +56,7 @@ from server.models.rows import ExecutionRow
 from server.services.tools import CallRef, model_label, open_call, record_found, run_tool
 from server.services.turn_scope import TurnFacts, TurnScope, known_turn
 from server.storage.gate import record_condition, version_in_force
+from server.storage.owners import on_citus
 
 MAX_LIMIT = 100
 MAX_QUERY = 2_000
@@ -162,8 +163,8 @@ async def search_memory(
 
     A search with a query, once the turn's facts are known (:func:`known_turn`: the
     turn's earlier calls here, or read now), is one statement that ranks and records
-    (:mod:`server.memory_search.recorded`); a listing and a refusal are recorded as every
-    tool call is (:func:`server.services.tools.run_tool`)."""
+    (:mod:`server.memory_search.recorded`); a listing, a search by ids or on Citus, and a
+    refusal are recorded as every tool call is (:func:`server.services.tools.run_tool`)."""
     args = {
         "query": query,
         "kind": kind,
@@ -187,7 +188,14 @@ async def search_memory(
             )
         except DomainError:
             asked = None  # recorded below, as every refused call
-        if asked is not None and asked.text is not None and asked.filters.ids is None:
+        # on Citus the one statement is planned as a subplan per CTE, each a round trip
+        # from the coordinator, where the ranking alone is one task (docs/scaling.md)
+        if (
+            asked is not None
+            and asked.text is not None
+            and asked.filters.ids is None
+            and not on_citus(db)
+        ):
             search = facts.config.memory.search
             vector, tokens = (
                 (None, None)

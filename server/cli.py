@@ -87,6 +87,9 @@ def _serve_processes(url: str, workers: int, listener: socket.socket) -> None:
         log_level=Settings().log_level,
         log_config=None,
         access_log=False,
+        # the supervisor kills a process that does not answer its ping in time: on a
+        # machine short of CPU, 5 s (uvicorn's default) killed busy ones mid-request
+        timeout_worker_healthcheck=60,
     )
     Multiprocess(config, sockets=[listener]).run()
 

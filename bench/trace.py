@@ -54,9 +54,10 @@ _DELETE = """mutation($t: ID!, $r: ID!) {
   deleteMemory(input: {turnId: $t, id: $r}) { memories { status } } }"""
 _HISTORY = """mutation($t: ID!, $q: String!) {
   searchHistory(input: {turnId: $t, query: $q, limit: 3}) { results { eventId } } }"""
-_INVOKE = """mutation($e: ID!, $purpose: InvocationPurpose!, $i: Int!, $o: Int!) {
+_INVOKE = """mutation($e: ID!, $purpose: InvocationPurpose!, $i: Int!, $o: Int!, $ms: Int) {
   recordInvocation(input: {executionId: $e, purpose: $purpose, model: "bench-model",
-                           inputTokens: $i, outputTokens: $o}) { invocation { id } } }"""
+                           inputTokens: $i, outputTokens: $o, latencyMs: $ms}) {
+    invocation { id } } }"""
 _REVIEW = """mutation($t: ID!) {
   beginMemoryReview(input: {turnId: $t}) { due review { id execution { id } } } }"""
 _APPLY = """mutation($r: ID!, $summary: String!) {
@@ -121,7 +122,7 @@ async def write_session(
             await api(_DELETE, t=turn, r=facts.pop())
         if n % 5 == 0 and n > 1:
             await api(_HISTORY, t=turn, q=said[2 * n - 12 if n > 6 else 0])
-        await api(_INVOKE, e=execution, purpose="TURN", i=800 + n, o=60 + n % 40)
+        await api(_INVOKE, e=execution, purpose="TURN", i=800 + n, o=60 + n % 40, ms=n % 9 * 40)
         call = f"call-{n}"
         await api(
             _EVENTS,
@@ -141,7 +142,12 @@ async def write_session(
             review = (await api(_REVIEW, t=turn))["beginMemoryReview"]
             if review["due"]:
                 await api(
-                    _INVOKE, e=review["review"]["execution"]["id"], purpose="MEMORY", i=900, o=80
+                    _INVOKE,
+                    e=review["review"]["execution"]["id"],
+                    purpose="MEMORY",
+                    i=900,
+                    o=80,
+                    ms=20,
                 )
                 await api(_APPLY, r=review["review"]["id"], summary=f"Reviewed at turn {n}")
                 counts["reviews"] += 1
@@ -157,7 +163,7 @@ def _user(text: str) -> dict[str, str]:
 def dashboard_documents() -> dict[str, str]:
     """The dashboard's documents, by operation name, as queries.js holds them."""
     text = QUERIES.read_text()
-    found = re.findall(r"`((?:query|mutation) (\w+)[^`]*)`", text)
+    found = re.findall(r"`((?:query|mutation|subscription) (\w+)[^`]*)`", text)
     return {name: document for document, name in found}
 
 
@@ -253,6 +259,8 @@ async def _time_reads(api: _Api, *, agent: str, session: str) -> dict[str, float
         },
         "Search": {"id": agent, "q": "what was said about the garden"},
         "Config": {"id": agent},
+        "AgentUsage": {"id": agent},
+        "HistorySearch": {"ns": "bench", "q": "what was said about the garden", "agent": agent},
     }
     asks["Records as of a turn"] = {"id": agent, "asOf": {"turnId": middle}}
     out: dict[str, float] = {}

@@ -40,7 +40,7 @@ from resolvers.errors import unavailable
 from resolvers.guard import bearer_token
 from resolvers.ids import parse_id
 from server.domain.config import HarnessConfig
-from server.errors import DomainError, UnauthenticatedError
+from server.errors import BadInputError, DomainError, UnauthenticatedError
 from server.services.chain import Caller
 
 _log = logging.getLogger("agent_memory.mcp")
@@ -217,20 +217,33 @@ class McpEndpoint:
 
 def binding_of(headers: Mapping[str, str], meta: Mapping[str, Any]) -> Binding:
     """What the request names: its ``_meta`` keys first, then the connection's headers
-    (docs/mcp.md, "Turns"); each id read as an id, or BAD_INPUT naming where it was."""
+    (docs/mcp.md, "Turns"); each id read as an id, or BAD_INPUT naming where it was; a
+    session's externalId as text (BAD_INPUT beside a session's id)."""
+
+    def given(key: str, header: str | None) -> tuple[Any, str]:
+        value = meta.get(META + key)
+        if value is None and header is not None:
+            return headers.get(header), header
+        return value, f"_meta {META}{key}"
 
     def named(key: str, header: str | None = None) -> str | None:
-        value = meta.get(META + key)
-        where = f"_meta {META}{key}"
-        if value is None and header is not None:
-            value, where = headers.get(header), header
+        value, where = given(key, header)
         return None if value is None else str(parse_id(value, where))
 
+    session = named("session", "Agent-Memory-Session")
+    external, where = given("session-external-id", "Agent-Memory-Session-External-Id")
+    if external is not None and session is not None:
+        raise BadInputError(
+            f"name the session once: by its id (Agent-Memory-Session) or by your own id "
+            f"for it ({where}), not both",
+            field=where,
+        )
     return Binding(
         turn=named("turn", "Agent-Memory-Turn"),
         execution=named("execution"),
         invocation=named("invocation"),
-        session=named("session", "Agent-Memory-Session"),
+        session=session,
+        external=None if external is None else str(external),
         agent=named("agent", "Agent-Memory-Agent"),
         connection=headers.get("mcp-session-id"),
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from resolvers.context import make_context
 from resolvers.deadline import Deadline
-from resolvers.security import mask_uncoded
+from resolvers.errors import mask_uncoded
 from server.database import Database
 from server.embedding import Embedder
 from server.errors import DomainError
@@ -60,6 +60,10 @@ CREATE_SESSION = mutation(
 _CONFIG = "sessionless latestVersion { config }"
 AGENT_CONFIG = f"query McpAgent($id: ID!) {{ agent(id: $id) {{ {_CONFIG} }} }}"
 SESSION_CONFIG = f"query McpSession($id: ID!) {{ session(id: $id) {{ agent {{ {_CONFIG} }} }} }}"
+SESSION_BY_EXTERNAL_ID = (
+    "query McpSessionByExternalId($id: ID!, $externalId: String!) { agent(id: $id) { "
+    "session(externalId: $externalId) { id } } }"
+)
 TURN_CONFIG = (
     "query McpTurn($id: ID!) { turn(id: $id) { status agent { sessionless } "
     "agentVersion { config } } }"

@@ -8,9 +8,11 @@
 - *Unbound*: each call runs in a turn of its own, which commits when the call
   succeeds and rolls back when it is refused, so nothing of a refused call remains
   but its failed execution. The turns belong to one session: the one the
-  ``Agent-Memory-Session`` header names, else one created for the MCP session on its
-  first call and kept for its later ones (an agent without sessions has none: its
-  turns name the agent).
+  ``Agent-Memory-Session`` header names; else the agent's session the
+  ``Agent-Memory-Session-External-Id`` header names by the caller's own id (a chat
+  thread's, a ticket's), created with that ``externalId`` on its first call; else one
+  created for the MCP session on its first call and kept for its later ones (an agent
+  without sessions has none: its turns name the agent).
 
 Which agent, unbound: the session's, else the ``Agent-Memory-Agent`` header's, else
 the one the runtime token is bound to. Every id named here goes into a GraphQL input
@@ -32,6 +34,7 @@ from memory_mcp.operations import (
     COMMIT_TURN,
     CREATE_SESSION,
     ROLLBACK_TURN,
+    SESSION_BY_EXTERNAL_ID,
     SESSION_CONFIG,
     TURN_CONFIG,
     Answer,
@@ -56,6 +59,7 @@ class Binding:
     execution: str | None = None
     invocation: str | None = None
     session: str | None = None
+    external: str | None = None  # the session's externalId (the caller's own id for it)
     agent: str | None = None
     connection: str | None = None  # the MCP session's id
 
@@ -68,7 +72,9 @@ class Unnamed(BadInputError):
     """No agent can be told for an unbound call."""
 
 
-_Key = tuple[str, str | None, str]
+# (caller, MCP session, agent, the session's externalId): a named externalId's place is
+# the same for every MCP session of the caller
+_Key = tuple[str, str | None, str, str | None]
 # a tool's call, given the fields of its turn: turnId (and the calling execution and
 # model call, when the host named them)
 Call = Callable[[dict[str, Any]], Awaitable[Answer]]
@@ -77,7 +83,7 @@ Call = Callable[[dict[str, Any]], Awaitable[Answer]]
 class Turns:
     def __init__(self, operations: Operations) -> None:
         self.operations = operations
-        # (caller, MCP session, agent) -> beginTurn's place: {"sessionId"} or {"agentId"}
+        # _Key -> beginTurn's place: {"sessionId"} or {"agentId"}
         self._places: OrderedDict[_Key, dict[str, str]] = OrderedDict()
         self._making: dict[_Key, asyncio.Lock] = {}  # one first call makes a place
 
@@ -135,20 +141,23 @@ class Turns:
         return answer
 
     async def _place(self, caller: Caller, binding: Binding) -> dict[str, str] | Answer:
-        """Where an unbound call's turn begins: the named session, the MCP session's
-        kept one (created on its first call), or, for an agent without sessions, the
-        agent."""
+        """Where an unbound call's turn begins: the named session, the session of the
+        named externalId (created on its first call), the MCP session's kept one
+        (created on its first call), or, for an agent without sessions, the agent."""
         if binding.session is not None:
             return {UNBOUND_FIELDS["session"]: binding.session}
         agent_id = _agent(caller, binding)
-        key = (caller.key, binding.connection, agent_id)
+        if binding.external is not None:
+            key: _Key = (caller.key, None, agent_id, binding.external)
+        else:
+            key = (caller.key, binding.connection, agent_id, None)
         place = self._places.get(key)
         if place is None:
             async with self._making.setdefault(key, asyncio.Lock()):
                 place = self._places.get(key)
                 if place is None:
                     try:
-                        found = await self._new_place(caller, agent_id)
+                        found = await self._new_place(caller, agent_id, binding.external)
                     finally:
                         self._making.pop(key, None)
                     if isinstance(found, Answer):
@@ -159,7 +168,11 @@ class Turns:
         self._places.move_to_end(key)
         return place
 
-    async def _new_place(self, caller: Caller, agent_id: str) -> dict[str, str] | Answer:
+    async def _new_place(
+        self, caller: Caller, agent_id: str, external: str | None
+    ) -> dict[str, str] | Answer:
+        if external is not None:
+            return await self._named_session(caller, agent_id, external)
         run = self.operations.run
         answer = await run(caller, AGENT_CONFIG, {"id": agent_id})
         agent = answer.data.get("agent")
@@ -171,6 +184,30 @@ class Turns:
         if created.refused:
             return created
         return {"sessionId": created.data["createSession"]["session"]["id"]}
+
+    async def _named_session(
+        self, caller: Caller, agent_id: str, external: str
+    ) -> dict[str, str] | Answer:
+        """The agent's session of this externalId, created when there is none: looked up
+        (``Agent.session(externalId:)``), else created, and looked up again when the
+        creation is a CONFLICT (another server created it in between): externalIds are
+        unique per agent, so every caller naming one meets the same session."""
+        run = self.operations.run
+        names = {"id": agent_id, "externalId": external}
+        found = await run(caller, SESSION_BY_EXTERNAL_ID, names)
+        if found.refused:
+            return found
+        if found.data["agent"]["session"] is None:
+            create = {"input": {"agentId": agent_id, "externalId": external}}
+            created = await run(caller, CREATE_SESSION, create)
+            if not created.refused:
+                return {UNBOUND_FIELDS["session"]: created.data["createSession"]["session"]["id"]}
+            if created.extensions.get("code") != "CONFLICT":
+                return created
+            found = await run(caller, SESSION_BY_EXTERNAL_ID, names)  # created in between
+            if found.refused:
+                return found
+        return {UNBOUND_FIELDS["session"]: found.data["agent"]["session"]["id"]}
 
 
 def _sessionless(agent: dict[str, Any]) -> dict[str, bool]:

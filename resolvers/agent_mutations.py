@@ -53,7 +53,10 @@ class PublishAgentVersionInput:
 class CreateSessionInput:
     agent_id: uuid.UUID = strawberry.field(description="The agent; it must have sessions.")
     external_id: str | None = strawberry.field(
-        default=None, description="The caller's own id for the session; null: none."
+        default=None,
+        description="The caller's own id for the session (a chat thread's, a ticket's), up "
+        "to 200 characters; unique per agent: a second session of the agent naming it is "
+        "CONFLICT. Agent.session(externalId:) finds it. Null: none.",
     )
 
 

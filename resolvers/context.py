@@ -21,6 +21,7 @@ from server.services import idempotency
 from server.services.callers import Callers
 from server.services.chain import Caller
 from server.services.tools import CallRef
+from server.services.turn_watch import TurnWatch
 from server.settings import Settings
 
 
@@ -37,6 +38,9 @@ class Context:
     response: Any = None
     deadline: Deadline | None = None
     callers: Callers | None = None  # the server's kept callers; None: built every time
+    turn_watch: TurnWatch | None = None  # the server's watch of turns (subscriptions)
+    websocket: bool = False  # the operation came over the WebSocket (subscriptions)
+    connection_params: dict[str, Any] | None = None  # a WebSocket's connection_init payload
     _session: AsyncSession | None = field(default=None, repr=False)
     _loaders: Loaders | None = field(default=None, repr=False)
     decisions: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -60,6 +64,12 @@ class Context:
         if self._loaders is None:
             self._loaders = Loaders(self.db)
         return self._loaders
+
+    def reset(self) -> None:
+        """Forget what was decided and loaded: a subscription decides each turn it sends
+        anew."""
+        self.decisions.clear()
+        self._loaders = None
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[AsyncSession]:
@@ -189,6 +199,8 @@ def make_context(
     credentials: Credentials | None = None,
     deadline: Deadline | None = None,
     callers: Callers | None = None,
+    turn_watch: TurnWatch | None = None,
+    websocket: bool = False,
 ) -> Context:
     return Context(
         database=database,
@@ -200,6 +212,8 @@ def make_context(
         credentials=credentials,
         deadline=deadline,
         callers=callers,
+        turn_watch=turn_watch,
+        websocket=websocket,
     )
 
 

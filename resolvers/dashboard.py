@@ -15,11 +15,14 @@ import strawberry
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from resolvers.context import Info
-from resolvers.grants import readable_namespaces
+from resolvers.grants import Resource, decide, readable_namespaces
 from resolvers.search import MemorySearchResultType, found_results
+from resolvers.types.agents import SessionFilter
 from resolvers.types.base import LabelInput
+from resolvers.types.history import SessionHistoryHitType, SessionHistorySearchType
 from resolvers.types.ranking import ScoreExplanationType
-from server.services import search_api
+from server.errors import ForbiddenError, NotFoundError
+from server.services import history_across, reads, search_api
 
 AGENT_ID = "The agent whose memory to search."
 QUERY = "The text to match, 1 to 2000 characters."
@@ -85,6 +88,64 @@ class DashboardQuery:
         for index, result in enumerate(results):
             result.explained = functools.partial(explained.at, index)
         return results
+
+    @strawberry.field(
+        # R62 across sessions, R70
+        description="Search the kept history of a namespace's sessions (or of one agent's) "
+        "by text: each session ranked as its agent's search_history ranks it, every turn "
+        "of it, live or preview; the best parts of all merged by score. It ranks the "
+        f"newest {history_across.MAX_SESSIONS} sessions that kept history among those the "
+        "filter matches, and says whether it left older ones out. Only the sessions of "
+        "agents whose sessions the caller may read (SELECT on <namespace>.Session) are "
+        "searched; none: FORBIDDEN. Nothing is recorded."
+    )
+    async def search_session_history(
+        self,
+        info: Info,
+        namespace: Annotated[str, strawberry.argument(description="The namespace.")],
+        query: Annotated[str, strawberry.argument(description=QUERY)],
+        agent_id: Annotated[
+            uuid.UUID | None,
+            strawberry.argument(description="Only this agent's sessions; null: every agent's."),
+        ] = None,
+        limit: Annotated[
+            int | None, strawberry.argument(description="How many results, 1 to 50; default 10.")
+        ] = None,
+        filter: Annotated[
+            SessionFilter | None,
+            strawberry.argument(description="Only the sessions that match; null: every one."),
+        ] = None,
+    ) -> SessionHistorySearchType | None:
+        context = info.context
+        agents = await reads.agent_ids_in(context.db, namespace=namespace, agent_id=agent_id)
+        if agent_id is not None and not agents:
+            raise NotFoundError(f"no agent {agent_id} in {namespace}", field="agentId")
+        readable = []
+        refusal = None
+        for agent in agents:
+            decision = await decide(context, Resource.SESSION, agent, namespace)
+            if decision.allowed:
+                readable.append(agent)
+            else:
+                refusal = refusal or decision.reason
+        if refusal is not None and not readable:
+            raise ForbiddenError(f"not allowed: {refusal}")
+        found = await history_across.search_sessions(
+            context.db,
+            context.embedder,
+            agent_ids=readable,
+            query=query,
+            limit=limit,
+            filter=filter.matching() if filter is not None else None,
+        )
+        return SessionHistorySearchType(
+            hits=[
+                SessionHistoryHitType(row=part, found_in=event, score=score)
+                for part, event, score in found.hits
+            ],
+            sessions_searched=found.sessions,
+            more_sessions=found.more,
+        )
 
     @strawberry.field(
         description="The namespaces that have agents and in which the caller may read "

@@ -10,7 +10,8 @@ error gets, for the answer, the metrics and the log alike.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import psycopg
 from graphql import ExecutionResult, GraphQLError, GraphQLSyntaxError
@@ -107,9 +108,29 @@ def internal(error: GraphQLError) -> GraphQLError:
     )
 
 
+def mask_uncoded(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """The last net before a response leaves: an error that escaped the mapping of
+    :mod:`resolvers.errors` (so has no ``extensions.code``) is masked as INTERNAL."""
+    masked = []
+    for error in errors:
+        if (error.extensions or {}).get("code"):
+            masked.append(error)
+            continue
+        _log.error("unmapped error masked at %s", error.path, exc_info=error.original_error)
+        masked.append(internal(error))
+    return masked
+
+
 class DomainErrors(SchemaExtension):
     """Maps errors after the operation (an outage answers HTTP 503), and closes the
     operation's database session."""
+
+    def on_stream_result(self, result: Any) -> Iterator[None]:
+        """Each result a subscription sends, mapped as an operation's errors are, and
+        masked as an HTTP answer's are (its transport answers no HTTP)."""
+        if result.errors:
+            result.errors = mask_uncoded([to_graphql_error(e) for e in result.errors])
+        yield
 
     async def on_operation(self) -> AsyncIterator[None]:
         try:

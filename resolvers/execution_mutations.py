@@ -53,6 +53,12 @@ class RecordInvocationInput:
     output_tokens: int | None = strawberry.field(
         default=None, description="Tokens the model wrote, 0 or more. Null or omitted: 0."
     )
+    latency_ms: int | None = strawberry.field(
+        default=None,
+        description="How long the call took, in milliseconds, from the request to its last "
+        f"token: 0 to {turns.MAX_LATENCY_MS}. Record the call when it ends. Null or "
+        "omitted: not known.",
+    )
 
     def __post_init__(self) -> None:
         if self.input_tokens is None:
@@ -94,8 +100,8 @@ class ExecutionMutation:
         return StartExecutionPayload(execution=ExecutionType(row=execution))
 
     @strawberry.mutation(
-        description="Record one model call inside an execution of an open turn: its "
-        "purpose, model and tokens."
+        description="Record one model call inside an execution of an open turn, when it "
+        "ends: its purpose, model, tokens and latency."
     )
     async def record_invocation(
         self,
@@ -113,5 +119,6 @@ class ExecutionMutation:
                 model=input.model,
                 input_tokens=input.input_tokens or 0,
                 output_tokens=input.output_tokens or 0,
+                latency_ms=input.latency_ms,
             )
         return RecordInvocationPayload(invocation=InvocationType(row=invocation))

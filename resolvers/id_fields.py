@@ -39,6 +39,7 @@ class Need(Enum):
     IN_REACH = "member"  # of the anchor's agent, within its turn, session and world
     READ = "read"  # the grants that read it; staged: NOT_FOUND
     READ_MEMORY = "read memory"  # the grants that read the agent's memory (R71)
+    READ_SESSIONS = "read sessions"  # the grants that read the agent's sessions (R70)
     DELETE_MEMORY = "delete memory"  # the grants that delete the agent's memory (R71)
     MANAGE_AGENT = "manage agent"  # an admin, or INSERT on <ns>.Agent
     OPEN_SESSION = "open session"  # the agent itself, an admin, or INSERT on <ns>.Session
@@ -49,7 +50,7 @@ class Need(Enum):
 
 # Needs of the mutations of administrators and clients: the others are runtime operations.
 API_NEEDS = frozenset({Need.DELETE_MEMORY, Need.MANAGE_AGENT, Need.OPEN_SESSION})
-ROOTS = ("Query", "Mutation")
+ROOTS = ("Query", "Mutation", "Subscription")
 
 Rule = tuple[Kind | None, Need]
 _ANCHOR, _MEMBER = Need.AGENT_ITSELF, Need.IN_REACH
@@ -78,6 +79,8 @@ _RULES: dict[str, dict[str, Rule]] = {
     "Query.node": _lookup(None),
     "Query.nodes": {"ids": (None, Need.EACH)},
     "Query.searchAgentMemory": {"agentId": (Kind.AGENT, Need.READ_MEMORY)},
+    "Query.searchSessionHistory": {"agentId": (Kind.AGENT, Need.READ_SESSIONS)},
+    "Subscription.sessionTurns": {"sessionId": (Kind.SESSION, Need.READ)},
     "PublishAgentVersionInput": {"agentId": (Kind.AGENT, Need.MANAGE_AGENT)},
     "CreateSessionInput": {"agentId": (Kind.AGENT, Need.OPEN_SESSION)},
     "DeleteAgentMemoryInput": {"id": (Kind.MEMORY_RECORD, Need.DELETE_MEMORY)},

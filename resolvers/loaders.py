@@ -30,7 +30,7 @@ from server.models import (
     TranscriptEvent,
     Turn,
 )
-from server.services import history_reads
+from server.services import history_reads, usage
 from server.services.history_reads import EventDetails
 from server.storage.gate import staged_version
 from server.storage.owners import kept, kept_agents
@@ -57,6 +57,8 @@ class Loaders:
         self.deletion = self._by_id(MemoryDeletion)
         self.principal = self._by_id(Principal)
         self.versions_of_record = self._grouped(MemoryVersion, "record_id", "number")
+        self.usage_of_turn = DataLoader(load_fn=lambda keys: usage.of_turns(db, keys))
+        self.usage_of_session = DataLoader(load_fn=lambda keys: usage.of_sessions(db, keys))
         self.executions_of_turn = self._grouped(Execution, "turn_id", "created_at")
         self.children_of_execution = self._grouped(Execution, "parent_id", "created_at")
         self.invocations_of_execution = self._grouped(Invocation, "execution_id", "created_at")

@@ -177,6 +177,8 @@ async def _api(context: Context, need: Need, owner: Owner) -> None:
     caller = caller_of(context)
     if need is Need.READ_MEMORY:
         await require(context, Resource.MEMORY, owner.agent_id, owner.namespace)
+    elif need is Need.READ_SESSIONS:
+        await require(context, Resource.SESSION, owner.agent_id, owner.namespace)
     elif need is Need.DELETE_MEMORY:
         if owner.staged:
             raise NotFoundError(f"no memory record with id {owner.id}")

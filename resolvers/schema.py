@@ -23,6 +23,7 @@ from resolvers.gate import AccessGate
 from resolvers.history import HistoryMutation, HistoryQuery
 from resolvers.ids import ID_DEFINITION, IdArguments
 from resolvers.inputs import StorableText
+from resolvers.live import OverWebSocket, Subscription
 from resolvers.memory_mutations import MemoryMutation
 from resolvers.nodes import NodeQuery
 from resolvers.queries import Query as CoreQuery
@@ -96,6 +97,9 @@ def build_schema(
     return _Schema(
         query=_root("Query", QUERIES, QUERY),
         mutation=_root("Mutation", MUTATIONS, MUTATION),
+        subscription=_root(
+            "Subscription", (Subscription,), "What readers follow as it happens. " + _GRANTS
+        ),
         scalar_overrides=SCALARS,
         extensions=[
             DomainErrors,
@@ -103,6 +107,7 @@ def build_schema(
             *limits,
             StorableText,
             Authentication,
+            OverWebSocket,
             IdArguments,
             AccessGate,
             *(extensions or []),

@@ -16,7 +16,6 @@ Errors stay masked by :mod:`resolvers.errors`.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterator
 
@@ -33,10 +32,8 @@ from strawberry.extensions import (
 
 from resolvers.cost import cost_limiter
 from resolvers.documents import CachedParser
-from resolvers.errors import internal
 from server.settings import Settings
 
-_log = logging.getLogger("agent_memory.errors")
 _SUGGESTION = re.compile(r"\s*Did you mean [^?]*\?")
 
 
@@ -62,19 +59,6 @@ class NoSuggestions(SchemaExtension):
             else e
             for e in result.errors
         ]
-
-
-def mask_uncoded(errors: list[GraphQLError]) -> list[GraphQLError]:
-    """The last net before a response leaves: an error that escaped the mapping of
-    :mod:`resolvers.errors` (so has no ``extensions.code``) is masked as INTERNAL."""
-    masked = []
-    for error in errors:
-        if (error.extensions or {}).get("code"):
-            masked.append(error)
-            continue
-        _log.error("unmapped error masked at %s", error.path, exc_info=error.original_error)
-        masked.append(internal(error))
-    return masked
 
 
 # Documents parsed and validated are kept, by query text and by document, so that a

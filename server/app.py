@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from cross_web import HTTPException
@@ -18,23 +19,26 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types.unset import UNSET
 
 from memory_mcp.endpoint import McpEndpoint
 from memory_mcp.operations import Operations
 from resolvers.context import Credentials, make_context
 from resolvers.deadline import SCOPE_KEY
+from resolvers.errors import mask_uncoded
 from resolvers.guard import GraphQLGuard, bearer_token, error_body
 from resolvers.schema import build_schema
-from resolvers.security import mask_uncoded
 from server import logs, web
 from server.database import Database
 from server.embedding import Embedder
 from server.logs import RequestLog
 from server.metrics import Metrics
 from server.services.callers import Callers
+from server.services.turn_watch import TurnWatch
 from server.settings import Settings
 
 _log = logging.getLogger("agent_memory")
@@ -50,11 +54,17 @@ class _GraphQL(GraphQL):
     """Strawberry's ASGI app; a request it refuses is answered in JSON with a code, like
     every other error (docs/security.md, "Errors at the HTTP boundary")."""
 
-    def __init__(self, schema: Any, *, services: dict[str, Any], dev: bool) -> None:
+    def __init__(self, schema: Any, *, services: dict[str, Any], settings: Settings) -> None:
         super().__init__(
             schema,
-            graphql_ide="graphiql" if dev else None,
+            graphql_ide="graphiql" if settings.dev else None,
             allow_queries_via_get=False,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            max_subscriptions_per_connection=1,
+            connection_init_wait_timeout=timedelta(seconds=10),
+            # a WebSocket from a page of another origin is refused at its handshake, as
+            # CORS refuses its requests: this server's own origin, and the configured ones
+            allowed_origins=settings.cors_allowed_origins,
         )
         self.services = services
 
@@ -97,25 +107,36 @@ class _GraphQL(GraphQL):
         return await super().process_result(request, result)
 
     async def get_context(self, request: Any, response: Any = None) -> Any:
+        websocket = request.scope["type"] == "websocket"
         return make_context(
             request=request,
             response=response,
-            credentials=_credentials(request),
+            credentials=None if websocket else _credentials(request.headers),
             deadline=request.scope.get(SCOPE_KEY),
+            websocket=websocket,
             **self.services,
         )
 
+    async def on_ws_connect(self, context: Any) -> Any:
+        """A WebSocket's token is ``Authorization`` in connection_init's payload (a browser
+        gives a WebSocket no header), read as a request's header is and resolved when its
+        subscription starts."""
+        params = context.connection_params or {}
+        found = {k.lower(): str(v) for k, v in params.items() if isinstance(v, str)}
+        context.credentials = _credentials(found)
+        return UNSET
 
-def _credentials(request: Any) -> Credentials | None:
+
+def _credentials(headers: Any) -> Credentials | None:
     """The bearer token and the chain headers (docs/security.md); resolved into the
     caller by ``resolvers.auth.Authentication`` once the document passed the limits."""
-    token = bearer_token(request.headers.get("authorization", ""))
+    token = bearer_token(headers.get("authorization", ""))
     if token is None:
         return None
     return Credentials(
         token=token,
-        execution=request.headers.get("x-agent-memory-execution"),
-        tool=request.headers.get("x-agent-memory-tool"),
+        execution=headers.get("x-agent-memory-execution"),
+        tool=headers.get("x-agent-memory-tool"),
     )
 
 
@@ -149,11 +170,12 @@ def create_app(
     database: Database | None = None,
     embedder: Embedder | None = None,
     caller: Any = None,
+    address: str | None = None,
 ) -> Starlette:
     """Build the app. Tests pass their own database and embedder to share them. With
     ``caller`` (a ``server.services.chain.Caller``), every request acts as that caller and
     no token is asked for: for an application that authenticates its users itself, and
-    for tests."""
+    for tests. ``address``: where it serves, for the line that says it is ready."""
     db = database or Database(settings)
     model = embedder or Embedder(
         settings.embedding_model,
@@ -169,10 +191,15 @@ def create_app(
         "settings": settings,
         "identity": caller,
         "callers": Callers(),
+        "turn_watch": TurnWatch(
+            db,
+            interval=settings.subscription_poll_ms / 1000,
+            limit=settings.max_subscriptions,
+        ),
     }
     metrics = Metrics(database=db, embedder=model)
     schema = build_schema(settings=settings, extensions=[metrics.extension()])
-    graphql = _GraphQL(schema, services=services, dev=settings.dev)
+    graphql = _GraphQL(schema, services=services, settings=settings)
     mcp = McpEndpoint(
         Operations(
             schema, database=db, embedder=model, settings=settings, callers=services["callers"]
@@ -186,7 +213,7 @@ def create_app(
         if db.engine is None:
             await db.connect()
         await model.aload()
-        _log.info("agent-memory ready")
+        _log.info("agent-memory ready%s", f" on {address}" if address else "")
         try:
             async with mcp.run():
                 yield
@@ -205,6 +232,7 @@ def create_app(
             Route(
                 "/graphql", GraphQLGuard(graphql, settings=settings, require_token=caller is None)
             ),
+            WebSocketRoute("/graphql", graphql),
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz),
             Route("/metrics", metrics.endpoint),

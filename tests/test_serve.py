@@ -81,7 +81,7 @@ def _workers(pid: int) -> list[int]:
 
 
 def _serve_and_terminate(
-    data_dir: Path, tmp: Path, *, workers: int = 1
+    data_dir: Path, tmp: Path, *, workers: int = 1, level: str = "warning"
 ) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     """Start ``serve --workers``, wait until /healthz answers, send SIGTERM; the exit,
     and the processes that answered requests."""
@@ -93,7 +93,7 @@ def _serve_and_terminate(
         ],
         cwd=tmp,
         env={
-            **_env(AGENT_MEMORY_DATA_DIR=str(data_dir), AGENT_MEMORY_LOG_LEVEL="warning"),
+            **_env(AGENT_MEMORY_DATA_DIR=str(data_dir), AGENT_MEMORY_LOG_LEVEL=level),
             "PYTHONPATH": str(ROOT),
         },
         stdout=subprocess.PIPE,
@@ -133,9 +133,16 @@ def test_sigterm_stops_the_server_and_its_postgresql(tmp_path: Path) -> None:
     next start is as clean as the first (the next command here: ``migrate``, which
     starts and stops the same PostgreSQL without loading the model)."""
     data_dir = tmp_path / "data"
-    done, _ = _serve_and_terminate(data_dir, tmp_path)
+    done, _ = _serve_and_terminate(data_dir, tmp_path, level="info")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+    # a first start reads as one: the new database is news, not a warning, and the
+    # server says where it serves once it answers, not while the model still loads
+    lines = done.stderr.splitlines()
+    [created] = [line for line in lines if "creating a new embedded PostgreSQL" in line]
+    assert created.startswith("INFO "), created
+    [ready] = [i for i, line in enumerate(lines) if "agent-memory ready on http://" in line]
+    assert not any("http://127.0.0.1" in line for line in lines[:ready]), lines[:ready]
     assert _postmaster(data_dir) is None
     again = _cli("migrate", cwd=tmp_path, AGENT_MEMORY_DATA_DIR=str(data_dir))
     assert again.returncode == 0, again.stderr

@@ -14,10 +14,11 @@ from resolvers.permissions import CanReadMemory, CanReadSessions
 from resolvers.types.base import LabelInput, Node, column, later, node_id, related
 from resolvers.types.enums import ListOrder, MemoryStatus, Scope
 from resolvers.types.pages import After, Connection, First
+from resolvers.types.usage import DayActivityType, DayMemoryType, UsageType
 from server import models
 from server.domain.config import memory_config_to_json
 from server.errors import BadInputError
-from server.services import history_reads, memory_as_of, reads
+from server.services import history_reads, memory_as_of, reads, usage
 from server.services.agents import config_of
 from server.services.memory_as_of import Moment
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from resolvers.types.history import HistoryEventType
     from resolvers.types.memory import MemoryRecordType
     from resolvers.types.turns import TurnType
+
+# how many days an agent's day-by-day fields cover
+Days = Annotated[int, strawberry.argument(description=f"How many days, 1 to {usage.MAX_DAYS}.")]
 
 _TURNS = "resolvers.types.turns"
 _MEMORY = "resolvers.types.memory"
@@ -56,6 +60,37 @@ class MemoryRecordFilter:
         default=None,
         description="Only records whose current version has every one of these label values.",
     )
+
+
+@strawberry.input(
+    description="Which sessions to list; every field given must match, a null field matches "
+    "every session."
+)
+class SessionFilter:
+    started_after: datetime | None = strawberry.field(
+        default=None, description="Only sessions created at or after this time."
+    )
+    started_before: datetime | None = strawberry.field(
+        default=None, description="Only sessions created before this time."
+    )
+    has_failed_turns: bool | None = strawberry.field(
+        default=None,
+        description="True: only sessions with a turn that failed or rolled back; false: only "
+        "sessions without one.",
+    )
+    preview: bool | None = strawberry.field(
+        default=None,
+        description="True: only sessions with a turn in preview mode; false: only sessions "
+        "without one.",
+    )
+
+    def matching(self) -> reads.SessionFilter:
+        return reads.SessionFilter(
+            started_after=self.started_after,
+            started_before=self.started_before,
+            has_failed_turns=self.has_failed_turns,
+            preview=self.preview,
+        )
 
 
 @strawberry.input(
@@ -111,7 +146,7 @@ class AgentType(Node):
     @strawberry.field(description="Every published version, oldest first.")
     async def versions(self, info: Info) -> list[AgentVersionType]:
         rows = await info.context.loaders.versions_of_agent.load(self.row.id)
-        return [AgentVersionType(row=v) for v in reversed(rows)]
+        return [AgentVersionType(row=v) for v in rows]
 
     @strawberry.field(
         description="The newest version; turns use it unless they name another. Null "
@@ -127,7 +162,14 @@ class AgentType(Node):
         permission_classes=[CanReadSessions],
     )
     async def sessions(
-        self, info: Info, first: First, after: After = None
+        self,
+        info: Info,
+        first: First,
+        after: After = None,
+        filter: Annotated[
+            SessionFilter | None,
+            strawberry.argument(description="Only the sessions that match; null: every one."),
+        ] = None,
     ) -> Connection[SessionType]:
         return await Connection.read(
             info,
@@ -136,7 +178,64 @@ class AgentType(Node):
             agent_id=self.row.id,
             first=first,
             after=after,
+            filter=filter.matching() if filter is not None else None,
         )
+
+    @strawberry.field(
+        description="The agent's session its runtime named externalId in createSession "
+        "(unique per agent); null when there is none. Needs SELECT on <namespace>.Session; "
+        "without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def session(
+        self,
+        info: Info,
+        external_id: Annotated[
+            str, strawberry.argument(description="The caller's own id for the session.")
+        ],
+    ) -> SessionType | None:
+        row = await reads.session_by_external_id(
+            info.context.db, agent_id=self.row.id, external_id=external_id
+        )
+        return SessionType(row=row) if row is not None else None
+
+    @strawberry.field(
+        description="Every model call of the agent's turns, added up, by model. Needs "
+        "SELECT on <namespace>.Session; without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def usage(self, info: Info) -> UsageType:
+        rows = await usage.of_agent(info.context.db, agent_id=self.row.id)
+        return UsageType.of(rows, info.context.settings.model_prices)
+
+    @strawberry.field(
+        description="The agent's work on each of its last days (UTC), oldest first: turns "
+        "begun, model calls and their tokens; every day, zero when nothing happened. "
+        "Needs SELECT on <namespace>.Session; without it, FORBIDDEN.",
+        permission_classes=[CanReadSessions],
+    )
+    async def activity(
+        self,
+        info: Info,
+        days: Days = 30,
+    ) -> list[DayActivityType]:
+        found = await usage.daily_work(info.context.db, agent_id=self.row.id, days=days)
+        return [DayActivityType(found=d) for d in found]
+
+    @strawberry.field(
+        description="The memory records the agent's committed turns created on each of its "
+        "last days (UTC), oldest first. Needs SELECT on "
+        "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document; without "
+        "them, FORBIDDEN.",
+        permission_classes=[CanReadMemory],
+    )
+    async def memory_activity(
+        self,
+        info: Info,
+        days: Days = 30,
+    ) -> list[DayMemoryType]:
+        found = await usage.daily_records(info.context.db, agent_id=self.row.id, days=days)
+        return [DayMemoryType(found=d) for d in found]
 
     @strawberry.field(
         description="The agent's committed memory records in any status, newest first. "
@@ -269,6 +368,13 @@ class SessionType(Node):
             after=after,
             oldest_first=order is ListOrder.OLDEST_FIRST,
         )
+
+    @strawberry.field(
+        description="Every model call of the session's turns (every attempt), added up, by model."
+    )
+    async def usage(self, info: Info) -> UsageType:
+        rows = await info.context.loaders.usage_of_session.load(self.row.id)
+        return UsageType.of(rows, info.context.settings.model_prices)
 
     @strawberry.field(
         description="The events the session's committed turns kept as history, newest first."

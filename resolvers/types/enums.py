@@ -106,7 +106,9 @@ class TranscriptEventKind(Enum):
         "retrieval", description="Content the runtime retrieved and put before the model."
     )
     MEMORY_PINNED = strawberry.enum_value(
-        "memory.pinned", description="The pinned record versions the turn's instructions list."
+        "memory.pinned",
+        description="The turn's instructions as given: the pinned record versions they "
+        "list (lines, versions, omitted) and the lines that follow them (notes).",
     )
     USAGE = strawberry.enum_value(
         "usage", description="A model call the server made, such as a search's embedding."

@@ -12,11 +12,13 @@ import strawberry
 from strawberry.scalars import JSON
 
 from resolvers.context import Info
+from resolvers.types.agents import SessionType
 from resolvers.types.base import Node, column, node_id, related
 from resolvers.types.turns import ExecutionType, TranscriptEventType, TurnType
 from server import models
 from server.domain import history as rules
 from server.domain.history import ToolCall
+from server.services import history_across
 from server.services.history_reads import EventDetails
 from server.services.history_search import HistoryHit
 
@@ -217,3 +219,77 @@ class HistoryResultType:
     @strawberry.field(description="The kept event, whole.")
     async def event(self, info: Info) -> HistoryEventType:
         return HistoryEventType(row=self.hit.event, details=await self._details(info))
+
+
+@strawberry.type(
+    name="SessionHistoryHit",
+    # R62, across sessions
+    description="A part of a kept event a search across sessions found, with its session and turn.",
+)
+class SessionHistoryHitType:
+    row: strawberry.Private[models.HistoryPart]
+    found_in: strawberry.Private[models.HistoryEvent]
+
+    score: float = strawberry.field(
+        description="The score its session's search_history ranking gave it; hits of every "
+        "session are merged by it."
+    )
+
+    @strawberry.field(description="Who it is from: `turn 12, user`, `agent` or `tool <name>`.")
+    def header(self) -> str:
+        return _header(self.found_in)
+
+    @strawberry.field(
+        # R71
+        description="The part's text. The arguments of memory calls an agent reply made are "
+        "masked without SELECT on <namespace>.AgentMemory.indexes.* and "
+        "<namespace>.AgentMemory.document."
+    )
+    def text(self) -> str:
+        return self.row.text
+
+    @strawberry.field(description="Its position in the event, from 1.")
+    def part(self) -> int:
+        return self.row.part
+
+    @strawberry.field(description="How many parts the event has.")
+    def parts(self) -> int:
+        return self.row.parts
+
+    @strawberry.field(description="True when a turn in preview mode kept it.")
+    def preview(self) -> bool:
+        return self.row.preview
+
+    @strawberry.field(description="The kept event, whole.")
+    async def event(self, info: Info) -> HistoryEventType:
+        found = await info.context.loaders.history_event.load(self.found_in.id)
+        assert found is not None
+        return HistoryEventType(row=found[0], details=found[1])
+
+    @strawberry.field(description="The turn that kept it.")
+    async def turn(self, info: Info) -> TurnType:
+        row = await info.context.loaders.turn.load(self.found_in.turn_id)
+        assert row is not None
+        return TurnType(row=row)
+
+    @strawberry.field(description="The session it was kept in.")
+    async def session(self, info: Info) -> SessionType:
+        row = await info.context.loaders.session.load(self.row.session_id)
+        assert row is not None
+        return SessionType(row=row)
+
+
+@strawberry.type(
+    name="SessionHistorySearch",
+    description="What a search of many sessions' kept history found, and how far it looked.",
+)
+class SessionHistorySearchType:
+    hits: list[SessionHistoryHitType] = strawberry.field(description="The best parts, best first.")
+    sessions_searched: int = strawberry.field(
+        description="How many sessions were ranked: the newest that kept history, at most "
+        f"{history_across.MAX_SESSIONS}."
+    )
+    more_sessions: bool = strawberry.field(
+        description="True when older sessions the filter matches were not searched: narrow "
+        "startedAfter and startedBefore to reach them."
+    )

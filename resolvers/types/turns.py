@@ -19,7 +19,9 @@ from resolvers.types.enums import (
     TurnStatus,
 )
 from resolvers.types.pages import Connection, paged
+from resolvers.types.usage import UsageType
 from server import models
+from server.domain.usage import ModelTotals
 from server.models.rows import ExecutionRow
 from server.services import reads
 
@@ -117,6 +119,11 @@ class TurnType(Node):
         turn_id="id",
     )
 
+    @strawberry.field(description="Every model call of the turn's executions, added up, by model.")
+    async def usage(self, info: Info) -> UsageType:
+        rows = await info.context.loaders.usage_of_turn.load(self.row.id)
+        return UsageType.of(rows, info.context.settings.model_prices)
+
     @strawberry.field(
         description="What the turn wrote: live and preview records it created or changed; "
         "a preview deletion is a preview record of status DELETED."
@@ -198,8 +205,25 @@ class InvocationType(Node):
     model: str = column(description="The model's name, as recorded.")
     input_tokens: int = column(description="Tokens the model read.")
     output_tokens: int = column(description="Tokens the model wrote.")
+    latency_ms: int | None = column(
+        description="How long the call took, in milliseconds, as the runtime gave it; null "
+        "when it did not (and for EMBED)."
+    )
+
+    @strawberry.field(
+        description="What the call cost, in the currency of the server's price table "
+        "(AGENT_MEMORY_MODEL_PRICES, per million tokens); null when the table does not "
+        "price its model."
+    )
+    def cost(self, info: Info) -> float | None:
+        row = self.row
+        totals = ModelTotals(row.model, 1, row.input_tokens, row.output_tokens, 0, 0)
+        return totals.cost(info.context.settings.model_prices)
+
     counted: bool = column(description="False for usage no limit counts (EMBED).")
-    created_at: datetime = column(description="When it was recorded.")
+    created_at: datetime = column(
+        description="When it was recorded: the call ended then, latencyMs before."
+    )
     execution: ExecutionType = related(
         "execution",
         "execution_id",

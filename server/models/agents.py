@@ -140,6 +140,8 @@ class Invocation(SQLModel, table=True):
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    # how long the call took, as the runtime measured it; null: not given (embeddings)
+    latency_ms: int | None = None
     counted: bool = Field(default=True, sa_column_kwargs={"server_default": text("true")})
     created_at: datetime = created_at_field()
 

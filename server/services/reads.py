@@ -246,12 +246,67 @@ async def list_executions(
     )
 
 
-async def list_sessions(
-    db: AsyncSession, *, agent_id: uuid.UUID, first: int, after: str | None, maximum: int = 100
-) -> Page[Session]:
-    return await _time_page(
-        db, Session, "session", Session.agent_id == agent_id, first, after, maximum
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """Which sessions to list; ``None`` matches every session."""
+
+    started_after: datetime | None = None  # created at or after
+    started_before: datetime | None = None  # created before
+    has_failed_turns: bool | None = None  # a turn that failed or rolled back
+    preview: bool | None = None  # a turn in preview mode
+
+
+def _has_turn(*where: Any) -> Any:
+    """A session has a turn that matches ``where`` (one probe of the turns' index by
+    session)."""
+    return (
+        select(col(Turn.id))
+        .where(col(Turn.session_id) == col(Session.id), col(Turn.agent_id) == col(Session.agent_id))
+        .where(*where)
+        .exists()
     )
+
+
+def session_conditions(found: SessionFilter) -> list[Any]:
+    """The conditions on sessions ``found`` names."""
+    conds: list[Any] = []
+    if found.started_after is not None:
+        conds.append(col(Session.created_at) >= found.started_after)
+    if found.started_before is not None:
+        conds.append(col(Session.created_at) < found.started_before)
+    if found.has_failed_turns is not None:
+        failed = _has_turn(col(Turn.status).in_(("failed", "rolled_back")))
+        conds.append(failed if found.has_failed_turns else ~failed)
+    if found.preview is not None:
+        preview = _has_turn(col(Turn.preview).is_(True))
+        conds.append(preview if found.preview else ~preview)
+    return conds
+
+
+async def list_sessions(
+    db: AsyncSession,
+    *,
+    agent_id: uuid.UUID,
+    first: int,
+    after: str | None,
+    maximum: int = 100,
+    filter: SessionFilter | None = None,
+) -> Page[Session]:
+    """An agent's sessions, newest first: those ``filter`` matches."""
+    where = and_(col(Session.agent_id) == agent_id, *session_conditions(filter or SessionFilter()))
+    return await _time_page(db, Session, "session", where, first, after, maximum)
+
+
+async def session_by_external_id(
+    db: AsyncSession, *, agent_id: uuid.UUID, external_id: str
+) -> Session | None:
+    """The agent's session its caller names ``external_id`` (unique per agent)."""
+    found: Session | None = await db.scalar(
+        select(Session).where(
+            col(Session.agent_id) == agent_id, col(Session.external_id) == external_id
+        )
+    )
+    return found
 
 
 async def list_turns(
@@ -303,6 +358,16 @@ async def list_agents(
     return await _time_page(
         db, Agent, "agent", Agent.namespace == namespace, first, after, maximum, counted=False
     )
+
+
+async def agent_ids_in(
+    db: AsyncSession, *, namespace: str, agent_id: uuid.UUID | None = None
+) -> list[uuid.UUID]:
+    """The agents of a namespace (or the one of them ``agent_id`` names), oldest first."""
+    stmt = select(col(Agent.id)).where(col(Agent.namespace) == namespace)
+    if agent_id is not None:
+        stmt = stmt.where(col(Agent.id) == agent_id)
+    return list((await db.scalars(stmt.order_by(col(Agent.created_at), col(Agent.id)))).all())
 
 
 async def agent_by_name(db: AsyncSession, *, namespace: str, name: str) -> Agent | None:

@@ -125,7 +125,12 @@ async def begin_turn(
     max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
     pins = await pinned_list(db, reader=facts.reader, max_tokens=max_tokens)
     notes = [pins.note] if pins.note else []
+    if await _has_history(db, turn, config):
+        notes.append(SEARCH_FIRST)
+    # the instructions as given: the pinned lines, then the notes (R30, R31, R64)
     payload: dict[str, Any] = {"omitted": _versions(pins.omitted)} if pins.omitted else {}
+    if notes:
+        payload["notes"] = notes
     await append_event(
         db,
         turn=turn,
@@ -137,8 +142,6 @@ async def begin_turn(
             **payload,
         },
     )
-    if await _has_history(db, turn, config):
-        notes.append(SEARCH_FIRST)
     return BegunTurn(turn=turn, execution=execution, pinned=pins.shown, notes=notes)
 
 
@@ -265,6 +268,10 @@ async def fail_turn(db: AsyncSession, *, turn_id: uuid.UUID, error: str | None) 
     return turn
 
 
+# the longest model call a runtime may record: a day
+MAX_LATENCY_MS = 86_400_000
+
+
 async def record_invocation(
     db: AsyncSession,
     *,
@@ -273,12 +280,17 @@ async def record_invocation(
     model: str,
     input_tokens: int = 0,
     output_tokens: int = 0,
+    latency_ms: int | None = None,
 ) -> Invocation:
     """Record one model call (purpose ``turn`` or ``memory``) inside an open turn."""
     execution = await get(db, Execution, execution_id)
     await open_turn(db, turn_id=execution.turn_id)
     if input_tokens < 0 or output_tokens < 0:
         raise BadInputError("token counts cannot be negative", field="inputTokens")
+    if latency_ms is not None and not 0 <= latency_ms <= MAX_LATENCY_MS:
+        raise BadInputError(
+            f"latencyMs must be from 0 to {MAX_LATENCY_MS} (a day)", field="latencyMs"
+        )
     check_text(model, field="model", maximum=200)
     invocation = Invocation(
         agent_id=execution.agent_id,
@@ -287,6 +299,7 @@ async def record_invocation(
         model=model,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        latency_ms=latency_ms,
         counted=purpose != "embed",
     )
     db.add(invocation)

@@ -215,6 +215,7 @@ def base_variables(world: World, field: str) -> dict[str, Any] | None:
         "agentMemory": {"id": record},
         "historyEvent": {"id": event},
         "searchAgentMemory": {"agentId": a.agent, "query": "tea"},
+        "searchSessionHistory": {"namespace": world.ns1, "agentId": a.agent, "query": "tea"},
         "node": {"id": a.turn},
         "nodes": {"ids": [a.turn]},
     }

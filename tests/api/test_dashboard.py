@@ -95,13 +95,14 @@ async def _all_record_ids(api: Api, agent: str, **filter: Any) -> list[str]:
     return _ids(await _page(api, agent, 100, **filter))
 
 
-async def test_agent_versions_newest_first(api: Api) -> None:
+async def test_agent_versions_oldest_first(api: Api) -> None:
+    """As the schema says: the configuration diff reads v1 before v2."""
     s = Scenario(api)
     agent = await s.agent(memory_config())
     await s.publish(memory_config(kinds=["fact"]))
     data = (await api.ok(AGENT_VERSIONS, id=agent))["agent"]
-    assert [v["number"] for v in data["versions"]] == [2, 1]
-    assert data["versions"][0]["config"]["harness"]["memory"]["kinds"] == ["fact"]
+    assert [v["number"] for v in data["versions"]] == [1, 2]
+    assert data["versions"][1]["config"]["harness"]["memory"]["kinds"] == ["fact"]
     assert data["latestVersion"] == {"number": 2}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from server.domain.history import SEARCH_FIRST
 from tests.api.history_scenario import HistoryScenario, history_config, user
 from tests.api.scenario import memory_config
+from tests.api.test_rules_pinned import pinned_event
 from tests.conftest import Api
 
 
@@ -33,6 +34,8 @@ async def test_history_on_with_an_earlier_turn_says_to_search_it_once(api: Api) 
     lines = begun["instructions"].split("\n")
     assert lines == [begun["pinned"][0]["line"], SEARCH_FIRST]
     assert "search_history" in SEARCH_FIRST and "asking again" in SEARCH_FIRST
+    event = await pinned_event(api, begun["turn"]["id"])
+    assert [*event["lines"], *event["notes"]] == lines  # the transcript keeps them as given
 
 
 async def test_no_note_without_history_or_without_an_earlier_committed_turn(api: Api) -> None:

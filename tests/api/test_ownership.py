@@ -27,7 +27,7 @@ import pytest
 from graphql import GraphQLField, GraphQLObjectType
 from sqlalchemy.engine import URL
 
-from resolvers.id_fields import FIELDS, UnmappedIdField, slots_of
+from resolvers.id_fields import FIELDS, ROOTS, UnmappedIdField, slots_of
 from resolvers.kinds import BY_TYPE, Kind
 from resolvers.ownership import check
 from server import migrate
@@ -117,7 +117,7 @@ def test_every_id_place_has_an_ownership_rule() -> None:
     (resolvers/id_fields.py): a field without a rule fails here (and refuses its
     operation: fail closed)."""
     unmapped = []
-    for root in ("Query", "Mutation"):
+    for root in ROOTS:  # the subscription's behaviour: tests/e2e/test_live.py
         for field, definition in GRAPHQL.get_type(root).fields.items():  # type: ignore[union-attr]
             try:
                 slots_of(root, field, definition)
@@ -325,7 +325,7 @@ def _nested_places() -> list[tuple[str, str, str, Path, Kind]]:
     path inside the argument's value, the kind it names), walked from the schema."""
     found = []
     for type_name, type_ in GRAPHQL.type_map.items():
-        if type_name in ("Query", "Mutation") or not isinstance(type_, GraphQLObjectType):
+        if type_name in ROOTS or not isinstance(type_, GraphQLObjectType):
             continue
         if type_name.startswith("__"):
             continue

@@ -388,3 +388,5 @@ async def test_r31_pins_over_a_smaller_budget_list_the_newest_that_fit(api: Api)
     event = await pinned_event(api, begun["turn"]["id"])
     assert event["lines"] == listed
     assert [v["recordId"] for v in event["omitted"]] == made[:1]
+    # the transcript keeps the instructions as given, the note included
+    assert "\n".join([*event["lines"], *event["notes"]]) == begun["instructions"]

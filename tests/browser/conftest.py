@@ -117,6 +117,7 @@ class Traced:
     session: str
     token: str
     turns: int
+    runtime: str  # the agent's runtime token, to write more turns
 
 
 @pytest.fixture(scope="module")
@@ -169,5 +170,10 @@ def traced(server: str, database_url: URL) -> Traced:  # noqa: F811
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, write()).result()
     return Traced(
-        namespace, str(agent.id), str(session.id), dashboard_token(database_url, namespace), 200
+        namespace,
+        str(agent.id),
+        str(session.id),
+        dashboard_token(database_url, namespace),
+        200,
+        runtime,
     )

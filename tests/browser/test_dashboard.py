@@ -9,7 +9,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Response, Route, expect
 
@@ -87,18 +89,31 @@ def test_the_walkthroughs_data_in_every_view(
     _open(watched, server, f"view=agent&{base}")
     expect(page.locator("main h1")).to_contain_text("advisor-")
     expect(page.locator("main")).to_contain_text("Always confirm identity before account changes")
+    # usage and the last 30 days, drawn by the bundled chart library
+    expect(page.locator("#usage")).to_contain_text("900 in / 80 out")
+    expect(page.locator('#by-model tr[data-model="your-model"]')).to_contain_text("900")
+    # priced by the server's table: 900 tokens in at 2, 80 out at 10 per million
+    expect(page.locator("#usage")).to_contain_text("0.0026")
+    expect(page.locator("#activity-chart canvas")).to_be_visible()
+    # the preview turn's deletion reads as one, not as the record gone
+    expect(page.locator("#recent-memory")).to_contain_text("preview deletion")
     _shot(page, shots / "dashboard-agent.png")
 
     _open(watched, server, f"view=sessions&{base}")
     row = page.locator(f'#sessions tr[data-session="{walked.session}"]')
     expect(row).to_contain_text("rolled back")  # its last turn
+    expect(row).to_contain_text("980")  # tokens
     row.locator("a").click()
 
-    # the session as a trace: turn 1's conversation, executions, what it wrote
+    # the session as a trace, newest turn first: turn 1's conversation, executions, what
+    # it wrote, what its tools were given, the review's decisions
     turns = page.locator("#turns li[data-turn]")
     expect(turns).to_have_count(3, timeout=TIMEOUT)
+    expect(turns.nth(0)).to_contain_text("rolled back")
+    expect(turns.nth(0)).to_have_class("selected")  # the latest, opened first
     expect(turns.nth(1)).to_contain_text("preview")
-    expect(turns.nth(2)).to_contain_text("rolled back")
+    turns.nth(2).locator("a").click()
+    expect(page.locator(".turn-head h2")).to_contain_text("Turn 1", timeout=TIMEOUT)
     conversation = page.locator("#conversation")
     expect(conversation.locator('[data-type="USER_MESSAGE"]')).to_contain_text(
         "Call me after 5pm, please.", timeout=TIMEOUT
@@ -109,20 +124,32 @@ def test_the_walkthroughs_data_in_every_view(
     expect(executions).to_contain_text("memory_review")
     expect(executions).to_contain_text("your-model")
     expect(executions).to_contain_text("900 in / 80 out")
+    expect(executions.locator("[data-invocation] .bar")).to_be_visible()  # on the time axis
     wrote = page.locator("#wrote")
     expect(wrote).to_contain_text("Banks at the Baixa branch")
     expect(page.locator("#retrieved")).to_contain_text("Nothing recalled")
+    calls = page.locator("#tool-calls")
+    expect(calls).to_contain_text("Prefers phone calls after 5pm")  # add_memory's arguments
+    expect(calls).to_contain_text("customer id")
+    review = page.locator("#review")
+    expect(review.locator('[data-applied="SKIP"]')).to_contain_text("restates")
+    expect(review.locator('[data-applied="ADD"]')).to_contain_text("Banks at the Baixa branch")
+    expect(page.locator(".turn-head")).to_contain_text("900 in / 80 out")
     _shot(page, shots / "dashboard-session.png", full=True)
 
     # the rolled-back turn wrote nothing; a reload keeps the turn chosen
-    turns.nth(2).locator("a").click()
+    turns.nth(0).locator("a").click()
     expect(page.locator("#wrote")).to_contain_text("a turn that does not commit leaves no memory")
     page.reload()
     expect(page.locator("#turns li.selected")).to_contain_text("#3", timeout=TIMEOUT)
 
-    # from a turn to the memory as it stood when the turn began
+    # the preview turn's deletion; from a turn to the memory as it stood when it began
     turns.nth(1).locator("a").click()
     expect(page.locator(".turn-head h2")).to_contain_text("Turn 2", timeout=TIMEOUT)
+    expect(page.locator("#wrote")).to_contain_text("preview deletion")
+    expect(page.locator("#conversation .pinned-lines")).to_contain_text(
+        "Always confirm identity before account changes", timeout=TIMEOUT
+    )
     page.locator(".as-of-link").click()
     expect(page.locator("#moment")).to_contain_text("As it stood when turn 2", timeout=TIMEOUT)
     records = page.locator("#records tbody tr")
@@ -171,6 +198,32 @@ def test_the_walkthroughs_data_in_every_view(
     watched.clean()
 
 
+BEGIN = "mutation($s: ID!) { beginTurn(input: {sessionId: $s}) { turn { id } } }"
+COMMIT = "mutation($t: ID!) { commitTurn(input: {turnId: $t}) { turn { id } } }"
+
+
+def _as_runtime(server: str, traced: Traced, query: str, **variables: str) -> dict[str, Any]:
+    answer = httpx.post(
+        f"{server}/graphql",
+        json={"query": query, "variables": variables},
+        headers={"authorization": f"Bearer {traced.runtime}"},
+    ).json()
+    assert not answer.get("errors"), answer
+    return dict(answer["data"])
+
+
+def _turn_id(server: str, traced: Traced, number: int) -> str:
+    query = """query($s: ID!) { session(id: $s) {
+      turns(first: 10, order: OLDEST_FIRST) { edges { node { id number } } } } }"""
+    answer = httpx.post(
+        f"{server}/graphql",
+        json={"query": query, "variables": {"s": traced.session}},
+        headers={"authorization": f"Bearer {traced.token}"},
+    ).json()
+    edges = answer["data"]["session"]["turns"]["edges"]
+    return next(str(e["node"]["id"]) for e in edges if e["node"]["number"] == number)
+
+
 def test_a_session_of_200_turns_pages_and_every_turn_opens(
     watched: Watched, server: str, traced: Traced, shots: Path
 ) -> None:
@@ -179,22 +232,38 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     read as such; the memory as it stood at that turn lists what it could see."""
     page = watched.page
     base = f"ns={traced.namespace}&agent={traced.agent}"
-    page.goto(
-        f"{server}/dashboard#token={traced.token}&view=session&{base}&session={traced.session}"
-    )
+    session = f"view=session&{base}&session={traced.session}"
+    # a deep link to an early turn: the list pages back to it and selects it
+    page.goto(f"{server}/dashboard#token={traced.token}&{session}")
     turns = page.locator("#turns li[data-turn]")
     expect(turns).to_have_count(25, timeout=TIMEOUT)
+    expect(turns.first).to_contain_text(f"#{traced.turns}")  # newest first
+    expect(turns.first).to_have_class("selected")
+    # live: a turn the runtime begins appears on top and opens, and so does its commit
+    expect(page.locator("#live")).to_have_text("● live")
+    begun = _as_runtime(server, traced, BEGIN, s=traced.session)["beginTurn"]["turn"]["id"]
+    newest = page.locator(f'#turns li[data-turn="{begun}"]')
+    expect(newest).to_contain_text("open", timeout=TIMEOUT)
+    expect(turns.first).to_have_attribute("data-turn", begun)
+    expect(page.locator(".turn-head h2")).to_contain_text(f"Turn {traced.turns + 1}")
+    _as_runtime(server, traced, COMMIT, t=begun)
+    expect(newest).to_contain_text("committed", timeout=TIMEOUT)
+    expect(page.locator(".turn-head h2")).to_contain_text("committed", timeout=TIMEOUT)
+    _shot(page, shots / "dashboard-live.png")
+    page.reload()
+    expect(turns).to_have_count(25, timeout=TIMEOUT)
+    assert page.locator('#turns li[data-number="5"]').count() == 0  # not on the first page
     expect(page.locator("main .page-head .facts")).to_contain_text(
-        str(traced.turns + 1)
-    )  # one retried
+        str(traced.turns + 2)
+    )  # one retried, one begun live
     for shown in (50, 75, 100, 125):
         page.locator("main button.more").first.click()
         expect(turns).to_have_count(shown, timeout=TIMEOUT)
     retried = page.locator('#turns li[data-number="100"]')
     expect(retried).to_have_count(2)
-    expect(retried.nth(0)).to_contain_text("failed")
-    expect(retried.nth(1)).to_contain_text("try 2")
-    retried.nth(0).locator("a").click()
+    expect(retried.nth(0)).to_contain_text("try 2")  # newest first
+    expect(retried.nth(1)).to_contain_text("failed")
+    retried.nth(1).locator("a").click()
     expect(page.locator("#turn")).to_contain_text("failed: the model timed out", timeout=TIMEOUT)
     _shot(page, shots / "dashboard-trace-200.png")
 
@@ -204,10 +273,33 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     conversation = page.locator("#conversation")
     expect(conversation.locator('[data-type="USER_MESSAGE"]')).to_contain_text("Remember this")
     expect(conversation.locator(".tool-call")).to_contain_text("calendar")
+    # the instructions as given: the pinned lines, then the note to search history first
+    expect(conversation.locator(".instruction-note")).to_contain_text("search_history")
     expect(page.locator("#executions")).to_contain_text("bench-model")
     expect(page.locator("#retrieved")).to_contain_text("search_memory")
+    expect(page.locator("#tool-calls .payload-records li").first).to_be_visible()
+    expect(page.locator("main")).not_to_contain_text("undefined")  # a found record has no status
+    expect(page.locator("#executions [data-invocation]").first).to_contain_text("ms")  # latency
     turn99 = page.url
     page.goto("about:blank")
+    page.goto(turn99)
+    expect(page.locator(".turn-head h2")).to_contain_text("Turn 99", timeout=TIMEOUT)
+    expect(page.locator("#turns li.selected")).to_contain_text("#99", timeout=TIMEOUT)
+    fifth = _turn_id(server, traced, 5)
+    page.goto("about:blank")
+    page.goto(f"{server}/dashboard#{session}&turn={fifth}")
+    expect(page.locator("#turns li.selected")).to_contain_text("#5", timeout=TIMEOUT)
+    expect(page.locator(".turn-head h2")).to_contain_text("Turn 5")
+    page.goto(turn99)
+    expect(page.locator(".turn-head h2")).to_contain_text("Turn 99", timeout=TIMEOUT)
+    # history search's hits: their text, and a link to their turn
+    page.locator('#turns li[data-number="95"] a').click()
+    expect(page.locator(".turn-head h2")).to_contain_text("Turn 95", timeout=TIMEOUT)
+    searched = page.locator("#retrieved [data-execution]", has_text="search_history").first
+    expect(searched.locator(".history-hit .text").first).to_contain_text("Remember this")
+    expect(page.locator("#conversation")).not_to_contain_text("0000")  # no raw float scores
+    searched.locator("a.hit-turn").first.click()
+    expect(page.locator(".turn-head h2")).not_to_contain_text("Turn 95", timeout=TIMEOUT)
     page.goto(turn99)
     expect(page.locator(".turn-head h2")).to_contain_text("Turn 99", timeout=TIMEOUT)
 
@@ -218,7 +310,25 @@ def test_a_session_of_200_turns_pages_and_every_turn_opens(
     expect(page.locator("#records tbody tr")).not_to_have_count(25, timeout=TIMEOUT)
 
     _open(watched, server, f"view=sessions&{base}")
-    expect(page.locator("#sessions")).to_contain_text(str(traced.turns + 1))
+    expect(page.locator("#sessions")).to_contain_text(str(traced.turns + 2))
+    # found by the runtime's own id, by how its turns went, by what was said in it
+    page.locator("#find-session input").fill("trace-200")
+    page.locator("#find-session button").click()
+    expect(page.locator(".page-head h1")).to_contain_text("trace-200", timeout=TIMEOUT)
+    _open(watched, server, f"view=sessions&{base}&failed=yes&pv=yes")
+    expect(page.locator(f'#sessions tr[data-session="{traced.session}"]')).to_be_visible()
+    _open(watched, server, f"view=sessions&{base}&failed=no")
+    expect(page.locator("main")).to_contain_text("No session matches these filters.")
+    _open(watched, server, f"view=sessions&{base}&all=1&hq=Remember%20this")
+    hits = page.locator("#history-hits .hit")
+    expect(hits.first).to_contain_text("Remember this", timeout=TIMEOUT)
+    expect(page.locator("#history-search")).to_contain_text("1 session searched")
+    _shot(page, shots / "dashboard-sessions-search.png", full=True)
+    number = hits.first.get_attribute("data-turn")
+    hits.first.locator("a.hit-turn").click()
+    expect(page.locator("#turns li.selected")).to_have_attribute("data-turn", str(number))
+    expect(page.locator("#conversation")).to_contain_text("Remember this", timeout=TIMEOUT)
+    _shot(page, shots / "dashboard-timeline.png")
     _open(watched, server, f"view=memory&{base}&label=topic%3Dt1")
     expect(page.locator("#records tbody tr").first).to_contain_text("topic=t1", timeout=TIMEOUT)
     watched.clean()
@@ -249,8 +359,9 @@ def test_a_refused_view_says_which_grant_is_missing(
     expect(refusal).to_contain_text("SELECT financial.AgentMemory.document")
     _shot(page, shots / "dashboard-refused.png")
     _open(watched, server, f"view=agent&{base}")
-    expect(page.locator('[data-refused="session"]')).to_be_visible()
-    expect(page.locator('[data-refused="memory"]')).to_be_visible()
+    expect(page.locator('#recent-sessions [data-refused="session"]')).to_be_visible()
+    expect(page.locator('#activity [data-refused="session"]')).to_be_visible()
+    expect(page.locator('#recent-memory [data-refused="memory"]')).to_be_visible()
 
     # the sessions but not the memory: the trace reads, its memory parts are refused or
     # hidden (R71)
@@ -264,8 +375,34 @@ def test_a_refused_view_says_which_grant_is_missing(
     )
     am(database_url, ["policy", "bind", "financial", policy, "--principal", token[:12]])  # type: ignore[arg-type]
     page.goto(f"{server}/dashboard#token={token}&view=session&{base}&session={walked.session}")
+    page.locator('#turns li[data-number="1"] a').click()
     expect(page.locator("#conversation")).to_contain_text("Call me after 5pm", timeout=TIMEOUT)
+    expect(page.locator("#tool-calls .redacted").first).to_contain_text("hidden")
     expect(page.locator("#conversation .redacted").first).to_contain_text("hidden")
     expect(page.locator('#wrote [data-refused="memory"]')).to_be_visible()
     assert watched.errors == []
     assert {e["extensions"]["code"] for e in watched.graphql} == {"FORBIDDEN"}  # type: ignore[index]
+
+
+def test_an_address_the_page_cannot_serve_says_so(
+    watched: Watched, server: str, walked: Walked
+) -> None:
+    """An unknown view names itself and links home; a label filter without `=` says what
+    a filter is instead of being dropped; the page asks for no API address, since it may
+    only reach the server it comes from (its Content-Security-Policy: connect-src 'self')."""
+    page = watched.page
+    page.goto(f"{server}/dashboard")
+    expect(page.locator("#connect")).to_be_visible(timeout=TIMEOUT)
+    assert page.locator("#connect input").count() == 1  # the token, and no API address
+    expect(page.locator("main")).to_contain_text("reads the server it is served from")
+    page.goto(f"{server}/dashboard#token={walked.token}&view=nosuchview")
+    expect(page.locator("#unknown-view")).to_contain_text(
+        'no view named "nosuchview"', timeout=TIMEOUT
+    )
+    page.locator("#unknown-view a").click()
+    expect(page.locator('#namespaces a[data-ns="financial"]')).to_be_visible(timeout=TIMEOUT)
+
+    _open(watched, server, f"view=memory&ns=financial&agent={walked.agent}&label=customer_id")
+    expect(page.locator("#label-problem")).to_contain_text("name=value")
+    expect(page.locator("#records")).to_have_count(0)
+    watched.clean()

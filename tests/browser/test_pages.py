@@ -51,3 +51,32 @@ def test_graphiql_loads_offline_and_runs_a_query(
     page.screenshot(path=shots / "graphiql.png")
     assert elsewhere == [], f"GraphiQL asked for more than this server: {elsewhere}"
     assert errors == []
+
+
+def test_graphiql_without_the_link_sends_nothing_until_a_token_is_given(
+    browser: Browser, server: str, admin_token: str
+) -> None:
+    """Opened without the printed link, GraphiQL asks for a token instead of sending its
+    placeholder (which the server refuses, leaving "Error fetching schema"); once a token
+    is typed under Headers the schema loads and queries run, with no re-fetch by hand."""
+    page, elsewhere, errors = _offline_page(browser, server)
+    sent: list[str | None] = []
+    page.on(
+        "request",
+        lambda r: sent.append(r.headers.get("authorization")) if r.method == "POST" else None,
+    )
+    page.goto(f"{server}/graphql")
+    result = page.locator(".result-window")
+    expect(result).to_contain_text("Set your token under Headers", timeout=20_000)
+    assert sent == []
+    page.locator(".graphiql-editor-tools button", has_text="Headers").click()
+    page.locator(".graphiql-editor-tool .CodeMirror").last.click()
+    page.keyboard.press("Control+A")
+    with page.expect_request(lambda r: r.method == "POST", timeout=20_000):
+        page.keyboard.insert_text(f'{{"Authorization": "Bearer {admin_token}"}}')  # the schema
+    page.locator(".graphiql-execute-button").click()
+    expect(result).to_contain_text('"namespaces"', timeout=20_000)
+    page.locator('[aria-label="Show Documentation Explorer"]').click()
+    expect(page.locator(".graphiql-doc-explorer")).to_contain_text("Query")
+    assert set(sent) == {f"Bearer {admin_token}"}
+    assert elsewhere == [] and errors == []

@@ -33,6 +33,8 @@ def server(database_url: URL) -> Iterator[str]:
         "AGENT_MEMORY_PORT": str(port),
         "AGENT_MEMORY_DEV": "1",
         "HF_HUB_OFFLINE": "1",
+        # the README's model priced, per million tokens; the server's own embedding not
+        "AGENT_MEMORY_MODEL_PRICES": '{"your-model": {"input": 2, "output": 10}}',
         # the code under test, wherever the console script was installed from
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }

@@ -212,9 +212,9 @@ async def test_dashboard_reads_with_the_async_client(
     assert aio.GraphQLClientGraphQLMultiError is GraphQLClientGraphQLMultiError
 
 
-def _readme_examples() -> list[str]:
+def _readme_examples(title: str = "Generated Python client") -> list[str]:
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Generated Python client", 1)[1].split("\n## ", 1)[0]
+    section = readme.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
@@ -222,6 +222,7 @@ def test_the_readme_client_examples_run_as_written(
     server: str, seeded: Seeded, client_token: str
 ) -> None:
     runtime, dashboard = _readme_examples()
+    [other] = _readme_examples("Other GraphQL clients")
     env = {
         **os.environ,
         "URL": f"{server}/graphql",
@@ -246,6 +247,23 @@ def test_the_readme_client_examples_run_as_written(
     printed = run(dashboard, client_token)
     assert "Prefers phone calls after 5pm: v1 ACTIVE\n" in printed
     assert "Prefers email: v1 ACTIVE, v2 SUPERSEDED\n" in printed
+    # gql, given an id as a uuid.UUID
+    assert run(other, client_token) == f"{seeded.agent_name}\n"
+
+
+def test_the_readme_install_line_of_a_local_clone_works_with_this_pip() -> None:
+    """pip 23 refuses `name @ git+file:///...` ("looks like a path"); the README's line
+    for a local clone is one it takes."""
+    readme = (ROOT / "README.md").read_text()
+    [line] = re.findall(r'^pip install "(git\+file:///[^"]+)"', readme, re.M)
+    pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "-q"]
+    done = subprocess.run(
+        [*pip, "--no-build-isolation", line.replace("/path/to/agent-memory", str(ROOT))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 async def test_the_served_process_answers_mcp_with_the_agents_tools(

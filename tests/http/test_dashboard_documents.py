@@ -51,6 +51,14 @@ def test_each_document_is_valid_and_within_the_default_limits(name: str) -> None
     assert tokens < settings.max_tokens, (name, tokens)
 
 
+def test_every_file_the_page_names_exists() -> None:
+    """A comment that sends a reader to a test or a module names one that is there."""
+    path = r"\b((?:tests|server|resolvers|docs)/[\w/.-]+\.(?:py|md))"
+    for script in PAGE.glob("*.js"):
+        for named in re.findall(path, script.read_text()):
+            assert (ROOT / named).exists(), (script.name, named)
+
+
 def _depth(text: str) -> int:
     depth = deepest = 0
     for ch in text:

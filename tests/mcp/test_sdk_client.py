@@ -6,6 +6,7 @@ unbound turns (R12), refusals answered as tool results with the GraphQL path's m
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +17,12 @@ from mcp.types import CallToolResult
 
 from bench.anatomy import counted
 from memory_mcp import results, tools
-from memory_mcp.operations import mutation
+from memory_mcp.operations import CREATE_SESSION, Answer, Operations, mutation
+from memory_mcp.turns import Binding, Turns
 from resolvers.schema import build_schema
 from server.domain.config import parse_config
 from server.domain.marking import MEMORY_NOTICE
+from server.services.chain import Caller
 from tests.api.history_scenario import HistoryScenario
 from tests.api.scenario import Scenario, memory_config
 from tests.auth_helpers import bearer, run_as
@@ -49,6 +52,8 @@ TURN_EXECUTIONS = """query($id: ID!) { turn(id: $id) { status session { id }
 SESSION_TURNS = """query($id: ID!) { session(id: $id) {
   turns(first: 20, order: OLDEST_FIRST) { edges { node { id number status } } } } }"""
 RECORD = "query($id: ID!) { agentMemory(id: $id) { id status scope session { id } } }"
+TURN_SESSION = "query($id: ID!) { turn(id: $id) { session { id } } }"
+CREATE_NAMED = mutation("C", "createSession", "CreateSessionInput", "session { id }")
 
 
 @dataclass
@@ -487,6 +492,74 @@ async def test_two_clients_at_once_each_in_its_own_session(
     (first_a, last_a), (first_b, last_b) = await asyncio.gather(client("Eve"), client("Fay"))
     assert first_a == last_a == ["Eve booked room 12"]
     assert first_b == last_b == ["Fay booked room 12"]
+
+
+EXTERNAL = "Agent-Memory-Session-External-Id"
+BY_EXTERNAL_ID = """query($a: ID!, $x: String!) { agent(id: $a) { session(externalId: $x) {
+  id externalId turns(first: 20, order: OLDEST_FIRST) { edges { node { status } } } } } }"""
+
+
+async def test_a_session_named_by_its_external_id_is_found_or_created(
+    live: str, api: Api, agent: Agent
+) -> None:
+    """Agent-Memory-Session-External-Id names the agent's session by the caller's own id
+    (a chat thread's): the first call creates it with that externalId, every later
+    connection naming it runs in it, and one createSession made beforehand is the one
+    used. Naming a session both ways is BAD_INPUT."""
+    thread = f"thread-{uuid.uuid4()}"
+    async with connected(live, agent.token, {EXTERNAL: thread}) as mcp:
+        added = _ok(await mcp.call_tool("add_memory", {"summary": "Ida drinks green tea"}))
+    async with connected(live, agent.token, {EXTERNAL: thread}) as mcp:
+        found = _ok(await mcp.call_tool("search_memory", {"query": "green tea"}))
+    assert [r["version"]["summary"] for r in found["results"]] == ["Ida drinks green tea"]
+    view = await _view(api, agent.token, BY_EXTERNAL_ID, a=agent.id, x=thread)
+    session = view["agent"]["session"]
+    assert session["externalId"] == thread
+    assert [e["node"]["status"] for e in session["turns"]["edges"]] == ["COMMITTED"] * 2
+    record = await _view(api, agent.token, RECORD, id=added["memories"][0]["recordId"])
+    assert record["agentMemory"]["session"]["id"] == session["id"]
+
+    ticket = f"ticket-{uuid.uuid4()}"
+    made = await run_as(
+        api, agent.token, CREATE_NAMED, input={"agentId": agent.id, "externalId": ticket}
+    )
+    async with connected(live, agent.token, {EXTERNAL: ticket}) as mcp:
+        _ok(await mcp.call_tool("search_memory", {"query": "tea"}))
+    view = await _view(api, agent.token, BY_EXTERNAL_ID, a=agent.id, x=ticket)
+    assert view["agent"]["session"]["id"] == made.data["createSession"]["session"]["id"]
+    assert len(view["agent"]["session"]["turns"]["edges"]) == 1
+
+    both = {EXTERNAL: ticket, "Agent-Memory-Session": view["agent"]["session"]["id"]}
+    async with connected(live, agent.token, both) as mcp:
+        bad = await mcp.call_tool("search_memory", {"query": "tea"})
+    assert bad.isError and _text(bad).startswith("name the session once")
+
+
+async def test_a_session_created_in_between_by_its_external_id_is_the_one_used(
+    api: Api, agent: Agent
+) -> None:
+    """Another server creates the session of an externalId between this one's look-up
+    and its createSession: the CONFLICT is answered by looking it up again, so both
+    use the one session."""
+
+    class Racing(Operations):
+        async def run(self, caller: Caller, document: str, variables: dict[str, Any]) -> Answer:
+            if document == CREATE_SESSION:  # the other server's createSession comes first
+                await super().run(caller, document, variables)
+            return await super().run(caller, document, variables)
+
+    racing = Racing(api.schema, database=api.database, embedder=api.embedder, settings=api.settings)
+    assert api.database.sessionmaker is not None
+    async with api.database.sessionmaker() as db:
+        caller = await racing.callers.caller(db, token=agent.token)
+    chat = f"chat-{uuid.uuid4()}"
+    answer = await Turns(racing).run(
+        caller,
+        Binding(external=chat),
+        lambda turn: racing.run(caller, TURN_SESSION, {"id": turn["turnId"]}),
+    )
+    view = await _view(api, agent.token, BY_EXTERNAL_ID, a=agent.id, x=chat)
+    assert answer.data["turn"]["session"]["id"] == view["agent"]["session"]["id"]
 
 
 async def test_no_session_for_an_agent_without_sessions(live: str, api: Api) -> None:

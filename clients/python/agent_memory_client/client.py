@@ -2,6 +2,7 @@ from typing import Any, Optional, Union
 
 from .add_memory import AddMemory
 from .agent_memory_records import AgentMemoryRecords
+from .agent_session import AgentSession
 from .agent_sessions import AgentSessions
 from .agents import Agents
 from .apply_memory_review import ApplyMemoryReview
@@ -36,6 +37,7 @@ from .input_types import (
     RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
+    SessionFilter,
 )
 from .memory_record_detail import MemoryRecordDetail
 from .namespaces import Namespaces
@@ -48,6 +50,7 @@ from .rollback_turn import RollbackTurn
 from .search_agent_memory import SearchAgentMemory
 from .search_history import SearchHistory
 from .search_memory import SearchMemory
+from .search_session_history import SearchSessionHistory
 from .session_turns import SessionTurns
 from .turn_transcript import TurnTranscript
 
@@ -339,13 +342,14 @@ class Client(BaseClient):
         agent_id: str,
         first: int,
         after: Union[Optional[str], UnsetType] = UNSET,
+        filter_: Union[Optional[SessionFilter], UnsetType] = UNSET,
         **kwargs: Any,
     ) -> AgentSessions:
         query = gql("""
-            query AgentSessions($agentId: ID!, $first: Int!, $after: String) {
+            query AgentSessions($agentId: ID!, $first: Int!, $after: String, $filter: SessionFilter) {
               agent(id: $agentId) {
                 id
-                sessions(first: $first, after: $after) {
+                sessions(first: $first, after: $after, filter: $filter) {
                   edges {
                     node {
                       id
@@ -368,12 +372,90 @@ class Client(BaseClient):
             "agentId": agent_id,
             "first": first,
             "after": after,
+            "filter": filter_,
         }
         response = self.execute(
             query=query, operation_name="AgentSessions", variables=variables, **kwargs
         )
         data = self.get_data(response)
         return AgentSessions.model_validate(data)
+
+    def agent_session(
+        self, agent_id: str, external_id: str, **kwargs: Any
+    ) -> AgentSession:
+        query = gql("""
+            query AgentSession($agentId: ID!, $externalId: String!) {
+              agent(id: $agentId) {
+                id
+                session(externalId: $externalId) {
+                  id
+                  externalId
+                  createdAt
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"agentId": agent_id, "externalId": external_id}
+        response = self.execute(
+            query=query, operation_name="AgentSession", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return AgentSession.model_validate(data)
+
+    def search_session_history(
+        self,
+        namespace: str,
+        query: str,
+        agent_id: Union[Optional[str], UnsetType] = UNSET,
+        limit: Union[Optional[int], UnsetType] = UNSET,
+        filter_: Union[Optional[SessionFilter], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> SearchSessionHistory:
+        _query = gql("""
+            query SearchSessionHistory($namespace: String!, $query: String!, $agentId: ID, $limit: Int, $filter: SessionFilter) {
+              searchSessionHistory(
+                namespace: $namespace
+                query: $query
+                agentId: $agentId
+                limit: $limit
+                filter: $filter
+              ) {
+                sessionsSearched
+                moreSessions
+                hits {
+                  score
+                  header
+                  text
+                  part
+                  parts
+                  preview
+                  session {
+                    id
+                    externalId
+                  }
+                  turn {
+                    id
+                    number
+                  }
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "namespace": namespace,
+            "query": query,
+            "agentId": agent_id,
+            "limit": limit,
+            "filter": filter_,
+        }
+        response = self.execute(
+            query=_query,
+            operation_name="SearchSessionHistory",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return SearchSessionHistory.model_validate(data)
 
     def session_turns(
         self,

@@ -18,6 +18,7 @@ from .agent_memory_records import (
     AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdgesNode,
     AgentMemoryRecordsAgentMemoryRecordsPageInfo,
 )
+from .agent_session import AgentSession, AgentSessionAgent, AgentSessionAgentSession
 from .agent_sessions import (
     AgentSessions,
     AgentSessionsAgent,
@@ -142,6 +143,7 @@ from .input_types import (
     RollbackTurnInput,
     SearchHistoryInput,
     SearchMemoryInput,
+    SessionFilter,
     StartExecutionInput,
     ToolCallInput,
 )
@@ -216,6 +218,13 @@ from .search_memory import (
     SearchMemorySearchMemoryExecution,
     SearchMemorySearchMemoryResults,
 )
+from .search_session_history import (
+    SearchSessionHistory,
+    SearchSessionHistorySearchSessionHistory,
+    SearchSessionHistorySearchSessionHistoryHits,
+    SearchSessionHistorySearchSessionHistoryHitsSession,
+    SearchSessionHistorySearchSessionHistoryHitsTurn,
+)
 from .session_turns import (
     SessionTurns,
     SessionTurnsSession,
@@ -251,6 +260,9 @@ __all__ = [
     "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdges",
     "AgentMemoryRecordsAgentMemoryRecordsEdgesNodeVersionsConnectionEdgesNode",
     "AgentMemoryRecordsAgentMemoryRecordsPageInfo",
+    "AgentSession",
+    "AgentSessionAgent",
+    "AgentSessionAgentSession",
     "AgentSessions",
     "AgentSessionsAgent",
     "AgentSessionsAgentSessions",
@@ -399,6 +411,12 @@ __all__ = [
     "SearchResultFields",
     "SearchResultFieldsRecord",
     "SearchResultFieldsVersion",
+    "SearchSessionHistory",
+    "SearchSessionHistorySearchSessionHistory",
+    "SearchSessionHistorySearchSessionHistoryHits",
+    "SearchSessionHistorySearchSessionHistoryHitsSession",
+    "SearchSessionHistorySearchSessionHistoryHitsTurn",
+    "SessionFilter",
     "SessionTurns",
     "SessionTurnsSession",
     "SessionTurnsSessionTurns",

@@ -138,7 +138,7 @@ class CreateSessionInput(BaseModel):
     agent_id: str = Field(validation_alias="agentId", serialization_alias="agentId")
     "The agent; it must have sessions."
     external_id: Optional[str] = Field(validation_alias="externalId", serialization_alias="externalId", default=None)
-    "The caller's own id for the session; null: none."
+    "The caller's own id for the session (a chat thread's, a ticket's), up to 200 characters; unique per agent: a second session of the agent naming it is CONFLICT. Agent.session(externalId:) finds it. Null: none."
 
 
 class DeleteAgentMemoryInput(BaseModel):
@@ -302,6 +302,8 @@ class RecordInvocationInput(BaseModel):
     "Tokens the model read, 0 or more. Null or omitted: 0."
     output_tokens: Optional[int] = Field(validation_alias="outputTokens", serialization_alias="outputTokens", default=None)
     "Tokens the model wrote, 0 or more. Null or omitted: 0."
+    latency_ms: Optional[int] = Field(validation_alias="latencyMs", serialization_alias="latencyMs", default=None)
+    "How long the call took, in milliseconds, from the request to its last token: 0 to 86400000. Record the call when it ends. Null or omitted: not known."
 
 
 class RollbackTurnInput(BaseModel):
@@ -355,6 +357,19 @@ class SearchMemoryInput(BaseModel):
     "The model call that asked for the tool, if recorded; null or omitted: none."
     idempotency_key: Optional[str] = Field(validation_alias="idempotencyKey", serialization_alias="idempotencyKey", default=None)
     "A key of the caller's choosing, 1 to 200 characters: a second call with the same key and the same input returns the first call's answer without doing anything again; the same key with another input is CONFLICT. Null or omitted: no key."
+
+
+class SessionFilter(BaseModel):
+    """Which sessions to list; every field given must match, a null field matches every session."""
+
+    started_after: Optional[datetime] = Field(validation_alias="startedAfter", serialization_alias="startedAfter", default=None)
+    "Only sessions created at or after this time."
+    started_before: Optional[datetime] = Field(validation_alias="startedBefore", serialization_alias="startedBefore", default=None)
+    "Only sessions created before this time."
+    has_failed_turns: Optional[bool] = Field(validation_alias="hasFailedTurns", serialization_alias="hasFailedTurns", default=None)
+    "True: only sessions with a turn that failed or rolled back; false: only sessions without one."
+    preview: Optional[bool] = None
+    "True: only sessions with a turn in preview mode; false: only sessions without one."
 
 
 class StartExecutionInput(BaseModel):

@@ -2,7 +2,7 @@
 // served with the page (nothing from elsewhere). The token stays in this tab's session
 // storage; where the page is lives in the address's fragment (route.js).
 
-import { gql, setEndpoint, setToken, token, endpoint } from "./api.js";
+import { gql, setToken, token } from "./api.js";
 import { $, clear, el, empty, shortId } from "./dom.js";
 import { problem, refused } from "./panels.js";
 import { AGENT_CHOICES, NAMESPACES } from "./queries.js";
@@ -96,6 +96,14 @@ async function crumbs(state) {
   clear($("crumbs"), trail.flatMap((a, i) => (i ? [el("span", { class: "sep", text: "›" }), a] : [a])));
 }
 
+// A link to a view this page does not have (an old or mistyped address).
+function unknown(name) {
+  return el("div", { class: "problem", role: "alert", id: "unknown-view" },
+    el("strong", { text: "No such view" }), " ",
+    el("span", { text: `This page has no view named "${name}". ` }),
+    el("a", { href: href({}), text: "Start from the namespaces" }));
+}
+
 let rendering = 0;
 
 async function render() {
@@ -114,11 +122,13 @@ async function render() {
   if (!connected) {
     clear(main, el("div", { class: "card welcome" }, el("h1", { text: "agent-memory" }),
       el("p", { text: "See what your agents did and what they remembered: sessions as traces, memory with every version and who wrote it, search that says why a record ranked." }),
-      el("p", { text: "Give a token above. In development, `make run` prints a link that fills it in; a dashboard's own client token needs SELECT grants on the namespaces it reads (README, step 8)." })));
+      el("p", { text: "Give a token above. In development, `make run` prints a link that fills it in; a dashboard's own client token needs SELECT grants on the namespaces it reads (README, step 8)." }),
+      el("p", { class: "muted", text: `This page reads the server it is served from (${location.origin}/graphql), and no other.` })));
     return;
   }
   const mine = ++rendering;
   const name = state.view || (state.agent ? "agent" : state.ns ? "agents" : "home");
+  if (name !== "session") trace.leave();
   let box = main.firstElementChild;
   const inPlace = name === "session" && box && box.dataset.session === state.session;
   if (!inPlace) {
@@ -128,7 +138,13 @@ async function render() {
   status("Loading…");
   try {
     await sidebar(state);
-    await VIEWS[name](box, state);
+    const view = VIEWS[name];
+    if (!view) {
+      clear(box, unknown(name));
+      status("");
+      return;
+    }
+    await view(box, state);
     if (mine === rendering) status("");
   } catch (err) {
     if (mine !== rendering) return;
@@ -140,7 +156,6 @@ async function render() {
 function connect(event) {
   event.preventDefault();
   setToken($("token").value.trim());
-  setEndpoint($("endpoint").value.trim());
   $("token").value = "";
   cache.namespaces = null;
   cache.agents.clear();
@@ -148,6 +163,7 @@ function connect(event) {
 }
 
 function disconnect() {
+  trace.leave();
   setToken("");
   cache.namespaces = null;
   cache.agents.clear();
@@ -155,7 +171,6 @@ function disconnect() {
 }
 
 function start() {
-  $("endpoint").value = endpoint();
   $("connect").addEventListener("submit", connect);
   $("disconnect").addEventListener("click", disconnect);
   $("namespace").addEventListener("change", (e) => go(e.target.value ? { view: "agents", ns: e.target.value } : {}));

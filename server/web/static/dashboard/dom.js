@@ -98,3 +98,36 @@ export function section(title, ...children) {
 export function empty(message) {
   return el("p", { class: "empty", text: message });
 }
+
+// An SVG element (the time axis of a turn draws its bars with attributes, never styles).
+export function svg(tag, attrs, ...children) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "text") node.textContent = String(value);
+    else node.setAttribute(key, String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+// 1234567 -> "1.23M", 1234 -> "1.2k"
+export function count(n) {
+  if (n === null || n === undefined) return "—";
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (n >= 1e4) return `${(n / 1e3).toFixed(1)}k`;
+  return String(n);
+}
+
+// a cost in the server's price table's currency; "—" when nothing was priced
+export function cost(value) {
+  if (value === null || value === undefined) return "—";
+  if (value === 0) return "0";
+  return value < 0.01 ? value.toPrecision(2) : value.toFixed(value < 10 ? 3 : 2);
+}
+
+export function millis(ms) {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+}

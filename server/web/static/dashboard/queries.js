@@ -1,7 +1,7 @@
 // Every document the dashboard sends, one named operation each. Pages are small enough
 // that no document can ask for more than the server's default limits allow (5000
-// fields, pages of at most 100): tests/browser/test_queries.py checks each one against
-// schema.graphql and the cost limit.
+// fields, pages of at most 100): tests/http/test_dashboard_documents.py checks each one
+// against schema.graphql and the cost limit.
 
 
 export const NAMESPACES = `query Namespaces { namespaces }`;
@@ -20,6 +20,18 @@ export const AGENT = `query Agent($id: ID!) {
   }
 }`;
 
+export const AGENT_USAGE = `query AgentUsage($id: ID!) {
+  agent(id: $id) {
+    id
+    usage { calls inputTokens outputTokens latencyMs cost unpricedCalls byModel { model calls inputTokens outputTokens latencyMs cost } }
+    activity(days: 30) { day turns calls inputTokens outputTokens }
+  }
+}`;
+
+export const AGENT_MEMORY_DAYS = `query AgentMemoryDays($id: ID!) {
+  agent(id: $id) { id memoryActivity(days: 30) { day records } }
+}`;
+
 export const RECENT_SESSIONS = `query RecentSessions($id: ID!) {
   agent(id: $id) {
     id
@@ -32,21 +44,37 @@ export const RECENT_MEMORY = `query RecentMemory($id: ID!) {
     id
     memoryRecords(first: 5) {
       totalCount
-      edges { node { id status scope preview current { summary kind } } }
+      edges { node { id status scope preview current { summary kind } replaces { id } } }
     }
   }
 }`;
 
-export const SESSIONS = `query Sessions($id: ID!, $after: String) {
+export const SESSIONS = `query Sessions($id: ID!, $after: String, $filter: SessionFilter) {
   agent(id: $id) {
     id
-    sessions(first: 25, after: $after) {
+    sessions(first: 25, after: $after, filter: $filter) {
       totalCount
       pageInfo { hasNextPage endCursor }
       edges { node {
         id externalId createdAt
+        usage { calls inputTokens outputTokens cost }
         turns(first: 1) { totalCount edges { node { id number status createdAt endedAt } } }
       } }
+    }
+  }
+}`;
+
+export const SESSION_BY_EXTERNAL_ID = `query SessionByExternalId($id: ID!, $x: String!) {
+  agent(id: $id) { id session(externalId: $x) { id } }
+}`;
+
+export const HISTORY_SEARCH = `query HistorySearch($ns: String!, $q: String!, $agent: ID, $filter: SessionFilter) {
+  searchSessionHistory(namespace: $ns, query: $q, agentId: $agent, filter: $filter, limit: 20) {
+    sessionsSearched moreSessions
+    hits {
+      score header text part parts preview
+      session { id externalId agent { id name } }
+      turn { id number }
     }
   }
 }`;
@@ -55,14 +83,25 @@ export const SESSION = `query Session($id: ID!, $after: String) {
   session(id: $id) {
     id externalId createdAt
     agent { id name namespace }
-    turns(first: 25, after: $after, order: OLDEST_FIRST) {
+    usage { calls inputTokens outputTokens latencyMs cost unpricedCalls }
+    turns(first: 25, after: $after) {
       totalCount
       pageInfo { hasNextPage endCursor }
       edges { node {
         id number attempt status preview error createdAt endedAt
         replayOf { id number } retryOf { id number }
+        usage { inputTokens outputTokens cost }
       } }
     }
+  }
+}`;
+
+// The session's turns as they begin and end (over the WebSocket: api.js subscribe).
+export const SESSION_TURNS = `subscription SessionTurns($id: ID!) {
+  sessionTurns(sessionId: $id) {
+    id number attempt status preview error createdAt endedAt
+    replayOf { id number } retryOf { id number }
+    usage { inputTokens outputTokens cost }
   }
 }`;
 
@@ -73,13 +112,14 @@ export const TURN = `query Turn($id: ID!) {
     session { id externalId }
     agent { id name namespace }
     agentVersion { id number label }
+    usage { calls inputTokens outputTokens latencyMs cost unpricedCalls }
     executionsConnection(first: 50) {
       totalCount
       pageInfo { hasNextPage endCursor }
       edges { node {
-        id kind name status error createdAt endedAt
+        id kind name status error createdAt endedAt input output
         parent { id }
-        invocations { id purpose model inputTokens outputTokens counted }
+        invocations { id purpose model inputTokens outputTokens counted latencyMs cost createdAt }
       } }
     }
   }
@@ -88,7 +128,7 @@ export const TURN = `query Turn($id: ID!) {
 export const WROTE = `query TurnWrote($id: ID!) {
   turn(id: $id) {
     id
-    memories { id status scope preview current { number summary kind } }
+    memories { id status scope preview current { number summary kind } replaces { id } }
   }
 }`;
 
@@ -101,7 +141,7 @@ export const USES = `query TurnUses($id: ID!) {
         uses {
           rank
           memoryVersion { id number summary kind record { id status } }
-          historyEvent { id turnNumber header }
+          historyEvent { id turnNumber header text turn { id } }
         }
       } }
     }
@@ -126,7 +166,7 @@ export const RECORDS = `query Records($id: ID!, $after: String, $filter: MemoryR
       totalCount
       pageInfo { hasNextPage endCursor }
       edges { node {
-        id scope status preview pinned createdAt
+        id scope status preview pinned createdAt replaces { id }
         current { number summary kind labelList { name value } }
         versionsConnection(first: 1) { totalCount }
       } }

@@ -1,7 +1,7 @@
 // How the API's values read on the page: JSON payloads as labelled values (never raw
 // JSON), transcript events as a conversation, labels as chips, links to records.
 
-import { badge, el, shortId } from "./dom.js";
+import { badge, cost, count, el, field, millis, shortId } from "./dom.js";
 import { href } from "./route.js";
 
 // A JSON value as a person reads it: objects as labelled rows, lists of plain values
@@ -39,6 +39,28 @@ export function labelChips(list) {
 export function recordLink(state, id, text) {
   return el("a", { href: href({ ...state, view: "record", record: id }), class: "record-link", "data-record": id },
     text ? el("span", { text }) : null, " ", shortId(id));
+}
+
+// A record's state as a person reads it. A preview record of status DELETED that names a
+// live one is a preview turn's deletion of it (R22): the live record is unchanged.
+export function recordState(r) {
+  if (r.preview && r.status === "DELETED" && r.replaces) {
+    return el("span", { class: "preview-deletion", title: "a preview turn deleted it; live turns still see the record" },
+      badge("preview deletion"), " ");
+  }
+  return el("span", {}, r.status ? badge(r.status) : null, r.preview ? badge("preview") : null, " ");
+}
+
+// Model usage: calls, tokens, model time and cost (in the server's price table's currency).
+export function usageFacts(u) {
+  if (!u) return [];
+  return [
+    field("model calls", String(u.calls)),
+    field("tokens", `${count(u.inputTokens)} in / ${count(u.outputTokens)} out`),
+    field("model time", millis(u.latencyMs)),
+    field("cost", el("span", { class: "cost", title: u.unpricedCalls ? `${u.unpricedCalls} calls of models the server's price table does not name are not counted` : "from the server's price table (AGENT_MEMORY_MODEL_PRICES)",
+      text: `${cost(u.cost)}${u.unpricedCalls && u.cost !== null ? "+" : ""}` })),
+  ];
 }
 
 // A memory record as tool payloads give it ({id, summary, status, ...}).
@@ -88,16 +110,22 @@ export function eventNode(state, e) {
           el("div", {}, el("span", { class: "muted", text: words(k) }),
             el("ul", { class: "payload-records" }, p[k].map((r) => payloadRecord(state, r))))));
       }
+      if (Array.isArray(p.events)) {  // search_history's results: their text is under the turn's retrievals
+        return wrap(kind, who, p.events.length ? el("ul", { class: "history-results" }, p.events.map((h) => el("li", {},
+          `turn ${h.turn}`, h.part ? ` · part ${h.part} of ${h.parts}` : "", h.score === null || h.score === undefined ? "" : ` · score ${h.score.toFixed(2)}`)))
+          : el("p", { class: "muted", text: "nothing found" }));
+      }
       if (p.text !== undefined || p.error !== undefined) {
         return wrap(kind, who, el("p", { class: "text", text: p.text !== undefined ? p.text : p.error }));
       }
       return wrap(kind, who, describe(p));
     }
-    case "MEMORY_PINNED":
-      return wrap("system", "Pinned memory listed", hidden || [
+    case "MEMORY_PINNED":  // the instructions as given: the pinned lines, then the notes
+      return wrap("system", "Instructions given to the model", hidden || [
         (p.lines || []).length ? el("ul", { class: "pinned-lines" }, p.lines.map((l) => el("li", { text: l })))
           : el("p", { class: "muted", text: "nothing pinned" }),
-        (p.omitted || []).length ? el("p", { class: "muted", text: `${p.omitted.length} older pinned records not listed` }) : null,
+        (p.notes || []).map((n) => el("p", { class: "text instruction-note", text: n })),
+        !p.notes && (p.omitted || []).length ? el("p", { class: "muted", text: `${p.omitted.length} older pinned records not listed` }) : null,
       ]);
     case "USAGE":
       return wrap("system", "Model usage", hidden || el("p", { class: "muted",

@@ -3,7 +3,8 @@
 // link opens the same view. The token never does: it stays in the tab's session storage.
 
 const KEYS = ["view", "ns", "agent", "session", "turn", "record", "q",
-  "kind", "status", "scope", "label", "preview", "asOfTurn", "asOfTime", "a", "b"];
+  "kind", "status", "scope", "label", "preview", "asOfTurn", "asOfTime", "a", "b",
+  "x", "hq", "all", "from", "to", "failed", "pv"];
 
 export function current() {
   const params = new URLSearchParams(location.hash.replace(/^#/, ""));

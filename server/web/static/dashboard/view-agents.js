@@ -1,10 +1,12 @@
 // The agents of a namespace, an agent's overview, and its sessions.
 
 import { gql } from "./api.js";
-import { clear, el, empty, field, plural, section, shortId, timeEl } from "./dom.js";
-import { AGENT, AGENTS, RECENT_MEMORY, RECENT_SESSIONS, SESSIONS } from "./queries.js";
+import { chart } from "./chart.js";
+import { badge, clear, cost, count, el, empty, field, millis, plural, section, shortId, timeEl } from "./dom.js";
+import { AGENT, AGENTS, AGENT_MEMORY_DAYS, AGENT_USAGE, HISTORY_SEARCH, RECENT_MEMORY, RECENT_SESSIONS, SESSION_BY_EXTERNAL_ID, SESSIONS } from "./queries.js";
 import { problem, refused } from "./panels.js";
-import { href } from "./route.js";
+import { recordState, usageFacts } from "./render.js";
+import { go, href } from "./route.js";
 
 // More: a button that fetches the next page and appends it to ``list``.
 export function more(list, load) {
@@ -72,8 +74,44 @@ export async function overview(main, state) {
   const config = section("Effective memory configuration");
   if (version) config.append(memoryConfig(version.effectiveMemoryConfig));
   else config.append(empty("No version published: publishAgentVersion gives the agent its configuration."));
-  clear(main, head, el("div", { class: "columns" }, sessions, memory), config);
-  await Promise.all([recentSessions(sessions, state, a.namespace), recentMemory(memory, state, a.namespace)]);
+  const activity = section("The last 30 days");
+  activity.id = "activity";
+  const used = section("Model usage");
+  used.id = "usage";
+  clear(main, head, el("div", { class: "columns" }, activity, used), el("div", { class: "columns" }, sessions, memory), config);
+  await Promise.all([recentSessions(sessions, state, a.namespace), recentMemory(memory, state, a.namespace),
+    usage(activity, used, state, a.namespace)]);
+}
+
+// The agent's model usage, and its turns, tokens and records per day as a chart.
+async function usage(activity, used, state, ns) {
+  const [work, memory] = await Promise.all([gql(AGENT_USAGE, { id: state.agent }), gql(AGENT_MEMORY_DAYS, { id: state.agent })]);
+  const a = work.data.agent;
+  if (!a || !a.usage) {
+    activity.append(refusedOrProblem(work.errors[0], "session", ns));
+    used.remove();  // the same refusal: said once
+    return;
+  }
+  const u = a.usage;
+  used.append(el("dl", { class: "facts" }, usageFacts(u)),
+    u.byModel.length ? el("table", { class: "grid", id: "by-model" },
+      el("thead", {}, el("tr", {}, ["Model", "Calls", "Tokens in", "Tokens out", "Model time", "Cost"].map((t) => el("th", { text: t })))),
+      el("tbody", {}, u.byModel.map((m) => el("tr", { "data-model": m.model }, el("td", {}, el("code", { text: m.model })),
+        el("td", { text: m.calls }), el("td", { text: count(m.inputTokens) }), el("td", { text: count(m.outputTokens) }),
+        el("td", { text: millis(m.latencyMs) }), el("td", { text: cost(m.cost) })))))
+      : empty("No model call recorded yet: recordInvocation records each."));
+  const records = memory.data.agent && memory.data.agent.memoryActivity;
+  const days = a.activity;
+  const series = [
+    { label: "turns", values: days.map((d) => d.turns), scale: "count" },
+    ...(records ? [{ label: "records", values: records.map((d) => d.records), scale: "count" }] : []),
+    { label: "tokens", values: days.map((d) => d.inputTokens + d.outputTokens), scale: "tokens" },
+  ];
+  const box = el("div", { class: "chart", id: "activity-chart", role: "img",
+    "aria-label": `per day over 30 days: ${days.reduce((n, d) => n + d.turns, 0)} turns, ${count(days.reduce((n, d) => n + d.inputTokens + d.outputTokens, 0))} tokens` });
+  activity.append(box);
+  if (!records) activity.append(el("p", { class: "muted", text: `Records per day are memory: ${memory.errors[0] ? memory.errors[0].message : "not readable"}` }));
+  chart(box, days.map((d) => d.day), series);
 }
 
 async function recentSessions(box, state, ns) {
@@ -96,8 +134,8 @@ async function recentMemory(box, state, ns) {
   else if (!found.edges.length) box.append(empty("No memory yet: records appear when a turn that wrote them commits."));
   else {
     box.append(el("ul", { class: "plain" }, found.edges.map(({ node: r }) =>
-      el("li", {}, el("a", { href: href({ ...state, view: "record", record: r.id }), text: r.current.summary }),
-        " ", el("span", { class: "muted", text: `${r.current.kind} · ${r.status.toLowerCase()} · ${r.scope.toLowerCase()}` })))),
+      el("li", {}, recordState(r), el("a", { href: href({ ...state, view: "record", record: r.id }), text: r.current.summary }),
+        " ", el("span", { class: "muted", text: `${r.current.kind} · ${r.scope.toLowerCase()}` })))),
       el("a", { href: href({ ...state, view: "memory" }), text: `All ${plural(found.totalCount, "record")} →` }));
   }
 }
@@ -128,34 +166,118 @@ export function memoryConfig(c) {
     c.extraction && c.extraction.prompt ? el("details", {}, el("summary", { text: "review instructions" }), el("p", { class: "text", text: c.extraction.prompt })) : null);
 }
 
+const ANY = [["", "any"], ["yes", "with"], ["no", "without"]];
+
+function choice(name, value, options) {
+  return el("select", { name }, options.map(([v, text]) => el("option", { value: v, text, selected: v === (value || "") })));
+}
+
+function day(iso) {
+  return iso ? iso.slice(0, 10) : "";
+}
+
+// The sessions a form's fields name (#from, #to: days; failed, pv: yes or no).
+export function sessionFilter(state) {
+  const f = {};
+  if (state.from) f.startedAfter = new Date(`${state.from}T00:00:00`).toISOString();
+  if (state.to) f.startedBefore = new Date(new Date(`${state.to}T00:00:00`).getTime() + 86400000).toISOString();
+  if (state.failed) f.hasFailedTurns = state.failed === "yes";
+  if (state.pv) f.preview = state.pv === "yes";
+  return f;
+}
+
+// An agent's sessions: found by the runtime's own id for one, filtered by when they ran
+// and how they went, or searched by what was said in them.
 export async function sessions(main, state) {
+  const find = el("form", { class: "filters", id: "find-session" },
+    el("label", {}, "Session id ", el("input", { name: "x", value: state.x || "", size: "20", placeholder: "the runtime's own id", required: true })),
+    el("button", { type: "submit", text: "Open" }));
+  find.addEventListener("submit", (event) => {
+    event.preventDefault();
+    go({ ...state, view: "sessions", x: new FormData(find).get("x").trim() });
+  });
+  const form = el("form", { class: "filters", id: "session-filters" },
+    el("label", {}, "Said ", el("input", { name: "hq", type: "search", value: state.hq || "", size: "24", placeholder: "search what was said" })),
+    el("label", {}, "In ", choice("all", state.all, [["", "this agent's sessions"], ["1", `every agent of ${state.ns}`]])),
+    el("label", {}, "From ", el("input", { name: "from", type: "date", value: state.from || "" })),
+    el("label", {}, "To ", el("input", { name: "to", type: "date", value: state.to || "" })),
+    el("label", {}, "Failed turns ", choice("failed", state.failed, ANY)),
+    el("label", {}, "Preview turns ", choice("pv", state.pv, ANY)),
+    el("button", { type: "submit", text: "Apply" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const v = Object.fromEntries(new FormData(form).entries());
+    go({ ns: state.ns, agent: state.agent, view: "sessions", hq: v.hq.trim(), all: v.all, from: day(v.from), to: day(v.to), failed: v.failed, pv: v.pv });
+  });
+  const total = el("span", { class: "muted" });
+  const results = el("div", { id: "history-search" });
   const table = el("table", { class: "grid", id: "sessions" },
-    el("thead", {}, el("tr", {}, ["Session", "Started", "Turns", "Last turn"].map((t) => el("th", { text: t })))),
+    el("thead", {}, el("tr", {}, ["Session", "Started", "Turns", "Last turn", "Tokens", "Cost"].map((t) => el("th", { text: t })))),
     el("tbody"));
-  const count = el("span", { class: "muted" });
-  clear(main, el("h1", {}, "Sessions ", count), table);
+  clear(main, el("h1", {}, "Sessions ", total), find, form, results, table);
+  if (state.x) {
+    const { data, errors } = await gql(SESSION_BY_EXTERNAL_ID, { id: state.agent, x: state.x });
+    const found = data.agent && data.agent.session;
+    if (found) {
+      go({ ns: state.ns, agent: state.agent, view: "session", session: found.id });
+      return;
+    }
+    find.after(errors[0] ? refusedOrProblem(errors[0], "session", state.ns)
+      : el("p", { class: "problem", id: "no-such-session", text: `No session of this agent has the id "${state.x}".` }));
+  }
+  const filter = sessionFilter(state);
+  if (state.hq) await historySearch(results, state, filter);
   let after = null;
   const page = async () => {
-    const { data, errors } = await gql(SESSIONS, { id: state.agent, after });
+    const { data, errors } = await gql(SESSIONS, { id: state.agent, after, filter });
     const found = data.agent && data.agent.sessions;
     if (!found) {
       table.replaceWith(refusedOrProblem(errors[0], "session", state.ns));
       return false;
     }
-    count.textContent = plural(found.totalCount, "session");
+    total.textContent = plural(found.totalCount, "session");
     for (const { node: s } of found.edges) {
       const last = s.turns.edges[0] && s.turns.edges[0].node;
-      const link = href({ ...state, view: "session", session: s.id });
+      const link = href({ ns: state.ns, agent: state.agent, view: "session", session: s.id });
       table.tBodies[0].append(el("tr", { "data-session": s.id },
         el("td", {}, el("a", { href: link }, s.externalId || "session", " ", shortId(s.id))),
         el("td", {}, timeEl(s.createdAt)),
         el("td", { text: s.turns.totalCount }),
-        el("td", {}, last ? [`turn ${last.number} · ${last.status.toLowerCase().replace("_", " ")} · `, timeEl(last.createdAt)] : "none")));
+        el("td", {}, last ? [`turn ${last.number} · ${last.status.toLowerCase().replace("_", " ")} · `, timeEl(last.createdAt)] : "none"),
+        el("td", { text: count(s.usage.inputTokens + s.usage.outputTokens), title: `${s.usage.calls} model calls: ${s.usage.inputTokens} tokens in, ${s.usage.outputTokens} out` }),
+        el("td", { text: cost(s.usage.cost) })));
     }
-    if (!found.edges.length && !after) table.replaceWith(empty("No sessions yet: they appear when the agent's runtime calls createSession."));
+    if (!found.edges.length && !after) {
+      table.replaceWith(empty(Object.keys(filter).length ? "No session matches these filters."
+        : "No sessions yet: they appear when the agent's runtime calls createSession."));
+    }
     after = found.pageInfo.endCursor;
     return found.pageInfo.hasNextPage;
   };
   if (await page()) main.append(more(table, page));
 }
 
+// What was said, searched across sessions: each hit with its session and a link to its turn.
+async function historySearch(box, state, filter) {
+  const { data, errors } = await gql(HISTORY_SEARCH, { ns: state.ns, q: state.hq, agent: state.all ? null : state.agent, filter });
+  const found = data.searchSessionHistory;
+  if (!found) {
+    box.append(refusedOrProblem(errors[0], "session", state.ns));
+    return;
+  }
+  const where = `${plural(found.sessionsSearched, "session")} searched${found.moreSessions ? " (the newest; narrow the dates to reach older ones)" : ""}`;
+  box.append(section(`Said in sessions: "${state.hq}"`, el("p", { class: "muted", text: where }),
+    found.hits.length ? el("ol", { class: "results", id: "history-hits" }, found.hits.map((h) => {
+      const agent = h.session.agent;
+      const base = { ns: state.ns, agent: agent.id, view: "session", session: h.session.id };
+      return el("li", { class: "hit", "data-session": h.session.id, "data-turn": h.turn.id },
+        el("div", { class: "hit-head" },
+          el("a", { href: href(base) }, h.session.externalId || "session", " ", shortId(h.session.id)), " · ",
+          el("a", { href: href({ ...base, turn: h.turn.id }), class: "hit-turn", text: h.header }),
+          state.all ? el("span", { class: "muted", text: ` · ${agent.name}` }) : null,
+          h.preview ? badge("preview") : null,
+          el("span", { class: "score", text: `score ${h.score.toFixed(2)}` })),
+        el("p", { class: "text", text: h.text }),
+        h.parts > 1 ? el("p", { class: "muted", text: `part ${h.part} of ${h.parts}` }) : null);
+    })) : empty("Nothing said in these sessions matched.")));
+}

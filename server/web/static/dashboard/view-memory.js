@@ -5,7 +5,7 @@ import { gql } from "./api.js";
 import { badge, clear, el, empty, field, plural, section, shortId, timeEl, when } from "./dom.js";
 import { AS_OF_TURN, RECORD, RECORDS, SEARCH } from "./queries.js";
 import { problem } from "./panels.js";
-import { labelChips, recordLink } from "./render.js";
+import { labelChips, recordLink, recordState } from "./render.js";
 import { go, href } from "./route.js";
 import { more, refusedOrProblem } from "./view-agents.js";
 
@@ -19,11 +19,24 @@ function filterOf(state) {
   if (state.status) f.status = state.status;
   if (state.scope) f.scope = state.scope;
   if (state.preview) f.preview = state.preview === "preview";
-  if (state.label && state.label.includes("=")) {
-    const at = state.label.indexOf("=");
-    f.labels = [{ name: state.label.slice(0, at).trim(), value: state.label.slice(at + 1).trim() }];
-  }
+  const label = labelOf(state.label);
+  if (label) f.labels = [label];
   return f;
+}
+
+// "name=value" as a label filter; null for none, or for text that is not one (which
+// labelProblem names: a filter is never dropped silently).
+function labelOf(text) {
+  const at = (text || "").indexOf("=");
+  const label = at < 0 ? null : { name: text.slice(0, at).trim(), value: text.slice(at + 1).trim() };
+  return label && label.name && label.value ? label : null;
+}
+
+function labelProblem(text) {
+  if (!text || labelOf(text)) return null;
+  return el("div", { class: "problem", role: "alert", id: "label-problem" },
+    el("strong", { text: "Label filter" }), " ",
+    el("span", { text: `"${text}" is not a label filter: give the label's name and the value it must have, as name=value (e.g. customer_id=C-42).` }));
 }
 
 function asOfOf(state) {
@@ -43,7 +56,8 @@ export async function records(main, state) {
     el("label", {}, "Kind ", el("input", { name: "kind", value: state.kind || "", size: "10", placeholder: "any" })),
     el("label", {}, "Status ", select("status", state.status, [["", "any"], ["ACTIVE", "active"], ["SUPERSEDED", "superseded"], ["DELETED", "deleted"]])),
     el("label", {}, "Scope ", select("scope", state.scope, [["", "any"], ["SESSION", "session"], ["AGENT", "agent"]])),
-    el("label", {}, "Label ", el("input", { name: "label", value: state.label || "", size: "16", placeholder: "name=value" })),
+    el("label", {}, "Label ", el("input", { name: "label", value: state.label || "", size: "16", placeholder: "name=value",
+      pattern: "\\s*[^=\\s][^=]*=\\s*\\S.*", title: "name=value, e.g. customer_id=C-42" })),
     el("label", {}, "Mode ", select("preview", state.preview, [["", "live and preview"], ["live", "live"], ["preview", "preview"]])),
     el("label", {}, "As of ", el("input", { name: "asOfTime", type: "datetime-local", value: state.asOfTime ? localTime(state.asOfTime) : "" })),
     el("button", { type: "submit", text: "Apply" }));
@@ -60,6 +74,12 @@ export async function records(main, state) {
     el("tbody"));
   const count = el("span", { class: "muted" });
   clear(main, el("h1", {}, "Memory ", count), form, moment, table);
+  const refused = labelProblem(state.label);
+  if (refused) {
+    table.replaceWith(refused);
+    moment.remove();
+    return;
+  }
   const asOf = asOfOf(state);
   if (state.asOfTurn) {
     const { data } = await gql(AS_OF_TURN, { id: state.asOfTurn });
@@ -88,7 +108,7 @@ export async function records(main, state) {
       table.tBodies[0].append(el("tr", { "data-record": r.id },
         el("td", {}, el("a", { href: link, text: r.current.summary }), r.pinned ? badge("pinned") : null),
         el("td", { text: r.current.kind }),
-        el("td", {}, badge(r.status), r.preview ? badge("preview") : null),
+        el("td", {}, recordState(r)),
         el("td", { text: r.scope.toLowerCase() }),
         el("td", {}, labelChips(r.current.labelList)),
         el("td", { text: r.versionsConnection.totalCount }),

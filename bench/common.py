@@ -360,14 +360,18 @@ def drop_search_indexes(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
 
 
-def build_search_indexes(conn: psycopg.Connection[Any]) -> float:
-    """Rebuild the schema's search indexes (as the migration defines them); seconds taken."""
+def build_search_indexes(
+    conn: psycopg.Connection[Any], *, memory: str = BUILD_MEMORY, workers: int = BUILD_WORKERS
+) -> float:
+    """Rebuild the schema's search indexes (as the migration defines them); seconds taken.
+    ``memory`` and ``workers``: each build's ``maintenance_work_mem`` and parallel workers
+    (on Citus each shard's build takes them, several shards at once)."""
     start = time.perf_counter()
     # An HNSW graph built in memory is several times faster than one that spills: 1M
     # vectors of 384 dimensions take about 2 GB (pgvector reports when the graph no longer
     # fits). For this session only; a parallel build shares it with its workers.
-    conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
-    conn.execute(f"SET max_parallel_maintenance_workers = {BUILD_WORKERS}")
+    conn.execute(f"SET maintenance_work_mem = '{memory}'")
+    conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
     for name, ddl in _INDEXES.items():
         if not scalar(conn, "SELECT to_regclass(%s)", (name,)):
             conn.execute(ddl)

@@ -191,10 +191,11 @@ class Signals:
         return order[self.cosine[order] >= c.min_score]
 
     def lexical_list(self, c: Constants, limit: int) -> np.ndarray:
-        """The keyword candidates best first, as the SQL finds them with pool ``c.pool``:
-        each finding term's first postings (:func:`server.domain.bm25.depths`; for
-        web-search syntax, every part the query matches), by score, newer, key; the first
-        ``limit``."""
+        """The keyword candidates best first, as the SQL finds them with pool ``c.pool``
+        (:func:`server.domain.bm25.reading`: every part holding a finding term when the
+        terms hold at most the budget; else each finding term's first postings, the first
+        ``2 * pool`` by the sum over what was read; for web-search syntax, every part the
+        query matches), by score, newer, key; the first ``limit``."""
         key = (c.common_share, c.pool, c.bm25_k1, c.bm25_b)
         if key not in self._lists:
             weight, postings = self.keywords(c)
@@ -202,12 +203,33 @@ class Signals:
                 found = self.web[weight[self.web] > 0]
             else:
                 seeking = replace(rules.PRESET.seeking, common_share=c.common_share)
-                reads = bm25.depths(self.dfs, self.parts.n, seeking, c.pool)
-                lists = [postings[t][:depth] for t, depth in reads.items()]
+                finding = bm25.seekers(self.dfs, self.parts.n, seeking)
+                reading = bm25.reading(self.dfs, self.parts.n, seeking, c.pool)
+                if reading.whole:
+                    lists = [postings[t] for t in finding]
+                else:
+                    lists = [postings[t][:depth] for t, depth in reading.depths.items()]
                 found = np.unique(np.concatenate(lists)) if lists else np.array([], dtype=int)
+                if not reading.whole:
+                    read = self._partial(c, reading.depths)[found]
+                    first = np.lexsort((self.parts.tiebreak[found], -read))[: 2 * c.pool]
+                    found = found[first]
             order = np.lexsort((self.parts.tiebreak[found], -weight[found]))
             self._lists[key] = found[order][: c.pool]
         return self._lists[key][:limit]
+
+    def _partial(self, c: Constants, depths: dict[str, int]) -> np.ndarray:
+        """Each part's sum, in term order, of its terms' weights over the postings read."""
+        p = bm25.Bm25(k1=c.bm25_k1, b=c.bm25_b, avgdl=bm25.BM25.avgdl)
+        _, postings = self.keywords(c)
+        read = {t: set(postings[t][:depth].tolist()) for t, depth in depths.items()}
+        out = np.zeros(self.parts.n)
+        for i, (terms, dl) in enumerate(zip(self.parts.terms, self.parts.lengths, strict=True)):
+            total = 0.0
+            for t in sorted(t for t in read if i in read[t]):
+                total += self.weights[t] * bm25.impact(terms[t], dl, p)
+            out[i] = total
+        return out
 
     def candidates(self, c: Constants) -> np.ndarray:
         """Indices of the parts of the candidates' turns (and of date-matched parts)."""

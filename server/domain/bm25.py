@@ -34,10 +34,16 @@ Which terms find candidates (:func:`seekers`): a query's ``most`` rarest terms,
 leaving out, when the preset says so, those more than ``common_share`` of the
 reader's documents (and more than ``common_min``) hold, unless every term is that
 common: such a term matches nearly everything and finds nothing in particular
-(history: docs/history.md). Every term still counts in the score. Each finding
-term reads its best postings (:func:`depths`): a pool's worth, and the rarest ones
-all of theirs within a budget, so that a document holding a rare term and a
-common one is found.
+(history: docs/history.md). Every term still counts in the score.
+
+How many postings a search reads (:func:`reading`), a budget of ``budget`` pools in
+all: when the query's terms hold no more postings than that in the reader's reach,
+every posting of every term (the keyword candidates are then every match, each with
+its exact score: the ranking is exhaustive); otherwise each finding term its best
+postings, the rarest all of theirs while they hold at most half the budget, the others
+sharing the rest in proportion to their postings (each the same share of its list: its
+best postings, which with ``b`` 0 are its newest of each impact), and at least a
+pool's worth each.
 
 Pure Python; :mod:`server.storage.bm25` computes the same in SQL, and the tests
 check that both agree.
@@ -96,8 +102,7 @@ def score(
 @dataclass(frozen=True, slots=True)
 class Seeking:
     """Which of a query's terms find keyword candidates (:func:`seekers`), and how many
-    of each term's postings they read (:func:`depths`): ``budget`` pools in all for the
-    rarest."""
+    postings a search reads (:func:`reading`): ``budget`` pools in all."""
 
     most: int
     common_share: float | None = None
@@ -129,28 +134,50 @@ def seekers(dfs: Mapping[str, int], docs: int, seeking: Seeking) -> list[str]:
     return sorted(chosen, key=lambda t: (dfs[t], t))[: seeking.most]
 
 
-def depths(dfs: Mapping[str, int], docs: int, seeking: Seeking, pool: int) -> dict[str, int]:
-    """How many postings each finding term reads, rarest first: its ``df`` (all of them)
-    while the finding terms rarer than it hold fewer than ``budget * pool`` in all, at
-    least ``pool``: a document holding a rare term is found however deep it lies in a
-    common term's list, and the reading stays within ``budget * pool + terms * pool``."""
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a keyword search reads (:func:`reading`): ``whole``, every posting of every
+    query term; otherwise ``depths``, how many of its best postings each finding term
+    reads (the other terms none)."""
+
+    whole: bool
+    depths: dict[str, int]
+
+
+def reading(dfs: Mapping[str, int], docs: int, seeking: Seeking, pool: int) -> Reading:
+    """How many postings each term reads, within ``seeking.budget * pool`` (the module
+    docstring): all of every term's when they hold no more; else the finding terms'
+    (:func:`seekers`, rarest first) whole while those read whole hold at most half the
+    budget, then each of the rest its share of what is left, in proportion to ``df``, at
+    least a pool's worth. What is read stays within ``budget * pool + terms * pool``."""
     budget = seeking.budget * pool
+    if sum(dfs.values()) <= budget:
+        return Reading(True, dict(dfs))
+    finding = seekers(dfs, docs, seeking)
     out: dict[str, int] = {}
-    rarer = 0
-    for t in seekers(dfs, docs, seeking):
-        out[t] = max(pool, min(dfs[t], budget - rarer))
-        rarer += dfs[t]
-    return out
+    whole = 0
+    for t in finding:
+        if whole + dfs[t] > budget / 2:
+            break
+        out[t] = dfs[t]
+        whole += dfs[t]
+    rest = [t for t in finding if t not in out]
+    held = float(sum(dfs[t] for t in rest))
+    left = float(budget - whole)
+    for t in rest:
+        out[t] = max(min(dfs[t], pool), math.ceil(left * float(dfs[t]) / held))
+    return Reading(False, out)
 
 
 __all__ = [
     "BM25",
     "Bm25",
+    "Reading",
     "Seeking",
     "common",
-    "depths",
     "idf",
     "impact",
+    "reading",
     "score",
     "seekers",
 ]

@@ -30,10 +30,11 @@ p.candidate_pool)``::
        the first P.
 
 (Taking the top P by cosine and then dropping those under ``min_score`` gives
-the same V: the threshold only trims the tail. Storage finds L among the first
-P postings of each query term, :mod:`server.storage.bm25`: the same L whenever
-no term is held by more than P of the reader's documents; beyond that, a match
-past the first P of every term it holds is not a candidate.)
+the same V: the threshold only trims the tail. Storage reads L from the query
+terms' postings, :mod:`server.storage.bm25`: this very L whenever the terms hold
+no more postings than the preset's budget in the reader's reach (every match is
+read and scored); beyond it, each term's best share of the budget stands for
+the rest, and a match outside every share is not a candidate.)
 
 Modes:
 

@@ -9,6 +9,12 @@ from dataclasses import dataclass, field, replace
 
 from server.domain.bm25 import Seeking
 
+# The postings a keyword search reads, in pools (server.domain.bm25.reading): a query's
+# every match while its terms hold at most this many pools (8,000 postings at the pool of
+# a limit of 10), each exactly scored; reading them costs about what a tenth of them
+# probed one by one did (docs/scaling.md, "The keyword leg").
+KEYWORD_BUDGET = 200
+
 
 @dataclass(frozen=True, slots=True)
 class FusionPreset:
@@ -24,9 +30,10 @@ class FusionPreset:
     recency_half_life_days: float
     candidate_pool: int
     pool_factor: int
-    # which of a query's terms find keyword candidates, and how deep each reads
-    # (server.domain.bm25.seekers, depths): the rarest up to 8 pools of postings in all
-    seeking: Seeking = field(default_factory=lambda: Seeking(most=32, budget=8))
+    # which of a query's terms find keyword candidates, and how many postings a search
+    # reads (server.domain.bm25.seekers, reading): every match while the terms hold at
+    # most KEYWORD_BUDGET pools of postings
+    seeking: Seeking = field(default_factory=lambda: Seeking(most=32, budget=KEYWORD_BUDGET))
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.cosine_share <= 1.0:
@@ -108,7 +115,7 @@ HISTORY_FUSION_PRESET = replace(
     name="history",
     candidate_pool=40,
     pool_factor=2,
-    seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=8),
+    seeking=Seeking(most=32, common_share=0.05, common_min=10, budget=KEYWORD_BUDGET),
 )
 
 # Each constant chosen by nested leave-one-conversation-out on LoCoMo (docs/ranking.md).

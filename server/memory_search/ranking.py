@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, literal, select
+from sqlalchemy import Integer, Select, bindparam, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -44,7 +44,7 @@ from server.models import MemoryRecord, MemoryVersion, table
 from server.models.rows import RecordRow, VersionRow
 from server.storage.built import built_once
 from server.storage.hybrid_run import scanned_rows
-from server.storage.nearest import Path, fits_bits
+from server.storage.nearest import ROUTED_BITS_AT_MOST, Path, fits_bits
 from server.storage.owners import on_citus
 
 
@@ -86,24 +86,40 @@ _known: OrderedDict[uuid.UUID, tuple[Path, float]] = OrderedDict()
 
 @built_once
 def _probe() -> Select[Any]:
+    return fits_bits(_versions(), table(MemoryVersion))
+
+
+@built_once
+def _probe_routed() -> Select[Any]:
+    """On Citus: true when the agent has at most :data:`ROUTED_BITS_AT_MOST` versions
+    (one task on its shard: the count names the agent)."""
+    most = bindparam("most", type_=Integer())
+    counted = _versions().limit(most + 1).subquery("probe")
+    return select((func.count() <= most).label("small")).select_from(counted)
+
+
+def _versions() -> Select[Any]:
     agent = bindparam("agent", type_=table(MemoryVersion).c.agent_id.type)
-    versions = select(literal(1)).where(col(MemoryVersion.agent_id) == agent)
-    return fits_bits(versions, table(MemoryVersion))
+    return select(literal(1)).where(col(MemoryVersion.agent_id) == agent)
 
 
 async def path_of(db: AsyncSession, agent_id: uuid.UUID) -> Path:
-    """The path of a search of ``agent_id``'s memory: asked, or remembered. On Citus,
-    always ``bits``: the index path reads the HNSW index of a whole shard under a
-    filter, which Citus cannot send to the agent's shard as one task, where the bits
-    of an agent's versions are one range of an index on it (docs/scaling.md)."""
-    if on_citus(db):
-        return "bits"
+    """The path of a search of ``agent_id``'s memory: asked, or remembered. On Citus, by
+    bits up to :data:`ROUTED_BITS_AT_MOST` versions, else ``filtered``: the HNSW index
+    of the agent's shard under a filter that names the agent, which Citus sends to that
+    shard as one task (the forced walk of ``index`` names none; docs/scaling.md)."""
     now = time.monotonic()
     known = _known.get(agent_id)
     if known is not None and now - known[1] < REMEMBERED:
         return known[0]
-    small = await db.scalar(_probe(), {"agent": agent_id})
-    path: Path = "bits" if small else "index"
+    routed = on_citus(db)
+    probe, values = (
+        (_probe_routed(), {"agent": agent_id, "most": ROUTED_BITS_AT_MOST})
+        if routed
+        else (_probe(), {"agent": agent_id})
+    )
+    small = await db.scalar(probe, values)
+    path: Path = "bits" if small else "filtered" if routed else "index"
     _known[agent_id] = (path, now)
     _known.move_to_end(agent_id)
     while len(_known) > AGENTS:

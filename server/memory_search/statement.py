@@ -39,6 +39,7 @@ from sqlalchemy import (
     Text,
     Uuid,
     and_,
+    any_,
     bindparam,
     func,
     literal,
@@ -49,7 +50,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy import cast as sql_cast
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import defer
 from sqlmodel import col
 
@@ -113,7 +114,7 @@ def _found_by(
     if labels is not None:
         conds.append(col(MemoryVersion.labels).contains(labels))
     if ids is not None:
-        conds.append(col(MemoryVersion.record_id).in_(ids))
+        conds.append(col(MemoryVersion.record_id) == any_(ids))
     return and_(*conds)
 
 
@@ -168,7 +169,8 @@ def _statement(shape: _Shape) -> Select[Any]:
         reader,
         bindparam("filter_kind", type_=String()) if shape.kind else None,
         bindparam("filter_labels", type_=JSONB()) if shape.labels else None,
-        bindparam("filter_ids", type_=uid, expanding=True) if shape.ids else None,
+        # one array, so that the statement's text is the same for any number of ids
+        bindparam("filter_ids", type_=ARRAY(uid)) if shape.ids else None,
     )
     ranking = build_search(
         source=_source(reader, where, filtered=shape.kind or shape.labels or shape.ids),

@@ -1,29 +1,31 @@
 """The keyword leg of a search as SQL: :mod:`server.domain.bm25` over the postings of
-migration 0011, its cost bounded by the candidate pool, not by the matches.
+migration 0011, its cost bounded by a budget of postings, not by the matches.
 
 A search reads a kind's index (memory versions, history parts) through
 :class:`Postings`, what one reader reaches of it:
 
 1. :func:`weights`: the query's terms (its lexemes; for web-search syntax those it
    does not negate), each with its ``idf`` from the reader's statistics rows (one
-   index probe a term), whether it finds candidates and how many of its postings
-   it reads (:func:`server.domain.bm25.seekers`, :func:`server.domain.bm25.depths`:
-   a pool's worth, the rarest terms all of theirs within a budget of pools);
-2. :func:`bounded`: the candidates, each finding term's first postings in each of
-   the reader's ranges (an index range already in the order
-   ``impact DESC, created_at DESC, key``: one short index-only scan), plus the few
-   postings outside the ranges the reader may find (memory: the versions an open
-   turn or a preview wrote, through the full gate);
-3. :func:`score`: a candidate's exact BM25 over every term of the query, read by
-   the postings' key (``(agent_id, key, term)``, one probe a candidate).
+   index probe a term), whether it finds candidates and how many of its postings it
+   reads (:func:`server.domain.bm25.reading`: every posting when the terms hold no
+   more than the budget, else each finding term its best share of it);
+2. :func:`read`: those postings, each term's in each of the reader's ranges (an index
+   range already in the order ``impact DESC, created_at DESC, key``: one index-only
+   scan), plus the few postings outside the ranges the reader may find (memory: the
+   versions an open turn or a preview wrote, through the full gate), summed by
+   document in one grouped pass: a document's BM25 over the postings read, with no
+   probe per document;
+3. :func:`scored` / :func:`score`: a document's BM25 over every term of the query,
+   read by the postings' key (``(agent_id, key, term)``, one probe a document), for
+   the few documents whose sum in (2) may be partial.
 
-So the work is at most (budget + finding terms) x pool postings a range and one
-probe a candidate, whatever the number of documents that share a word with the
-query. A document past the postings read of every term it holds is not a
-candidate: when each finding term's postings were all read (rare terms, a small
-reach) the candidates are every match and the ranking is exact BM25; beyond it the
-best of each term stand for the rest (docs/scaling.md measures how often the first
-ten differ from an exhaustive ranking).
+When every posting is read (the query's terms hold at most the budget: a small
+reach, rare words) the sums of (2) are the documents' exact scores and the keyword
+candidates are every match: the ranking is the exhaustive one, at the cost of one
+index-only read of the matches' postings. Beyond the budget the best postings of
+each term stand for the rest, and the first candidates by their partial sums are
+scored again exactly (docs/scaling.md measures how often the first ten then differ
+from an exhaustive ranking).
 
 A search that filters on more than who may see (memory: kind, labels, ids), an API
 reader (every session of an agent) and a query in web-search syntax read their
@@ -51,6 +53,7 @@ from sqlalchemy import (
     func,
     literal_column,
     not_,
+    null,
     or_,
     select,
     true,
@@ -105,12 +108,13 @@ def _terms(text: str, web: bool) -> Any:
     return select(lexeme.label("term")).select_from(quoted).distinct().subquery("qterms")
 
 
-def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> Any:
-    """The CTE ``w``: ``(term, idf, seeks, depth)``, the terms of the query ``text`` (the
-    parameter ``text``) with their inverse document frequency among the reader's
-    documents, whether each finds candidates (:func:`server.domain.bm25.seekers`) and
-    how many postings it reads (:func:`server.domain.bm25.depths` with the pool
-    ``depth``)."""
+def weights(postings: Postings, text: str, *, seeking: Seeking, pool: int) -> Any:
+    """The CTE ``w``: ``(term, idf, finds, depth, whole)``, the terms of the query ``text``
+    (the parameter ``text``) with their inverse document frequency among the reader's
+    documents, whether each finds candidates (:func:`server.domain.bm25.seekers`) and how
+    many of its best postings it reads (:func:`server.domain.bm25.reading` with the pool
+    ``pool``; NULL: all of them); ``whole``, the same on every row: every posting of
+    every term is read."""
     terms = _terms(text, uses_web_syntax(text))
     s = postings.stats
     df = (
@@ -141,71 +145,89 @@ def weights(postings: Postings, text: str, *, seeking: Seeking, depth: int) -> A
             literal_column(f"{int(seeking.common_min)}::float8"),
         )
         common = counted.c.df > floor
-    judged = select(counted.c.term, counted.c.df, idf.label("idf"), common.label("common")).cte(
-        "wjudged"
-    )
     # the rarest terms find candidates; the common ones only when every term is common
-    any_rare = select(judged.c.term).where(not_(judged.c.common)).exists()
-    finding = or_(not_(judged.c.common), not_(any_rare))
+    any_rare = func.bool_or(not_(common)).over()
+    judged = select(
+        counted.c.term,
+        counted.c.df,
+        idf.label("idf"),
+        or_(not_(common), not_(any_rare)).label("finding"),
+    ).subquery("wjudged")
     rank = func.row_number().over(
-        order_by=(
-            case((finding, 0), else_=1),
-            judged.c.df,
-            judged.c.term.collate("C"),
-        )
+        order_by=(case((judged.c.finding, 0), else_=1), judged.c.df, judged.c.term.collate("C"))
     )
-    ordered = select(
+    placed = select(
         judged.c.term,
         judged.c.df,
         judged.c.idf,
-        finding.label("finding"),
+        and_(judged.c.finding, rank <= seeking.most).label("finds"),
         rank.label("place"),
     ).subquery("wplaced")
-    seeks = and_(ordered.c.finding, ordered.c.place <= seeking.most)
-    # the finding terms come first in ``place``: those before a finding term are rarer
-    rarer = func.coalesce(
-        func.sum(ordered.c.df).over(order_by=ordered.c.place, rows=(None, -1)),
-        literal_column("0::float8"),
-    )
-    reads = func.greatest(
-        literal_column(f"{int(depth)}::float8"),
-        func.least(ordered.c.df, literal_column(f"{int(seeking.budget * depth)}::float8") - rarer),
+    budget = float(seeking.budget * pool)
+    # the finding terms come first in ``place``: a finding term is read whole while it and
+    # the rarer ones hold at most half the budget
+    held_before = func.sum(placed.c.df).over(order_by=placed.c.place)
+    kept = and_(placed.c.finds, held_before <= literal_column(f"{budget / 2!r}::float8"))
+    sized = select(
+        placed,
+        kept.label("kept"),
+        (func.sum(placed.c.df).over() <= literal_column(f"{budget!r}::float8")).label("whole"),
+    ).subquery("wsized")
+    spent = func.coalesce(func.sum(sized.c.df).filter(sized.c.kept).over(), literal_column("0"))
+    rest = func.sum(sized.c.df).filter(and_(sized.c.finds, not_(sized.c.kept))).over()
+    share = func.ceil((literal_column(f"{budget!r}::float8") - spent) * sized.c.df / rest)
+    reads = case(
+        (sized.c.whole, cast(null(), F8)),
+        (not_(sized.c.finds), literal_column("0::float8")),
+        (sized.c.kept, sized.c.df),
+        else_=func.greatest(func.least(sized.c.df, literal_column(f"{int(pool)}::float8")), share),
     )
     return select(
-        ordered.c.term,
-        ordered.c.idf,
-        seeks.label("seeks"),
+        sized.c.term,
+        sized.c.idf,
+        sized.c.finds,
         cast(reads, BigInteger).label("depth"),
+        sized.c.whole,
     ).cte("w")
 
 
-def bounded(postings: Postings, w: Any) -> Select[Any]:
-    """The candidates ``(key, created_at)``: each finding term's first ``w.depth``
-    postings in each range of the reader, and the few others it may find."""
+def read(postings: Postings, w: Any) -> Select[Any]:
+    """``(key, created_at, lexical, found)``: the documents of the postings read (each
+    term's first ``w.depth`` in each range of the reader, and the few others it may
+    find), each with the sum, in term order, of ``idf * impact`` over the postings read
+    (its exact BM25 when ``w.whole``) and whether it holds a term that finds."""
     p = postings.table
     key = p.c[postings.key]
+    # in term order: a document's sum adds its terms' weights in the order the
+    # reference does (:func:`server.domain.bm25.score`), as the grouping takes its rows
+    # in the order read
+    ordered = select(w).order_by(w.c.term.collate("C")).subquery("wordered")
     branches: list[Select[Any]] = []
-    for i, reach in enumerate(postings.ranges):
-        best = (
-            select(key.label("key"), p.c.created_at.label("created_at"))
-            .where(reach, p.c.term == w.c.term)
-            .order_by(p.c.impact.desc(), p.c.created_at.desc(), key)
-            .limit(w.c.depth)
-            .lateral(f"best{i}")
-        )
+    for reach in postings.ranges:
         branches.append(
-            select(best.c.key, best.c.created_at).select_from(w).join(best, true()).where(w.c.seeks)
+            select(key.label("key"), p.c.created_at, p.c.impact)
+            .where(reach, p.c.term == ordered.c.term)
+            .order_by(p.c.impact.desc(), p.c.created_at.desc(), key)
+            .limit(ordered.c.depth)
         )
     if postings.few is not None:
-        terms = select(w.c.term).scalar_subquery()
         branches.append(
-            select(key.label("key"), p.c.created_at.label("created_at")).where(
-                postings.few, p.c.term.in_(terms)
+            select(key.label("key"), p.c.created_at, p.c.impact).where(
+                postings.few, p.c.term == ordered.c.term
             )
         )
-    found = union_all(*branches).subquery("postings_found")
-    # a document holding several of the terms is found once
-    return select(found.c.key, found.c.created_at).distinct()
+    found = union_all(*branches).lateral("postings_read")
+    return (
+        select(
+            found.c.key,
+            func.max(found.c.created_at).label("created_at"),
+            func.sum(ordered.c.idf * found.c.impact).label("lexical"),
+            func.bool_or(ordered.c.finds).label("found"),
+        )
+        .select_from(ordered)
+        .join(found, true())
+        .group_by(found.c.key)
+    )
 
 
 def _scoring(postings: Postings, w: Any) -> tuple[Any, Any, ColumnElement[bool]]:
@@ -254,4 +276,4 @@ async def query_terms(db: AsyncSession, text: str) -> list[str]:
     return sorted((await db.execute(select(terms.c.term))).scalars())
 
 
-__all__ = ["Postings", "bounded", "query_terms", "score", "scored", "weights"]
+__all__ = ["Postings", "query_terms", "read", "score", "scored", "weights"]

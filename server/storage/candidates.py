@@ -8,12 +8,18 @@ keyword matches.
   ``cosine DESC, created_at DESC, key`` and cut to ``P`` (the slack settles ties at
   the cut that an approximate order leaves open), then those under ``min_score``
   dropped;
-- by keywords (the CTE ``l``): the source's BM25 candidates
-  (:mod:`server.storage.bm25`: from its postings, bounded by ``P``, when the source
-  says they are exactly what ``where`` admits; otherwise the rows under ``where``
-  whose ``search_tsv`` matches the full-text query,
-  :func:`server.storage.search_terms.tsquery`), by BM25 score desc, newer first,
-  then key, the first ``P``.
+- by keywords (the CTE ``l``): the source's BM25 candidates by BM25 score desc, newer
+  first, then key, the first ``P``: from its postings (:mod:`server.storage.bm25`, one
+  grouped read of the query terms' postings: every match, each with its exact score,
+  while the terms hold no more than the preset's budget of postings; beyond it each
+  term's best share, the first by their partial sums scored again exactly) when the
+  source says they are exactly what ``where`` admits; otherwise the rows under
+  ``where`` whose ``search_tsv`` matches the full-text query
+  (:func:`server.storage.search_terms.tsquery`), each scored.
+
+A candidate's other signal (the BM25 score of one found by meaning, the cosine of one
+found by keywords) is not computed here: the search reads it for the rows it returns
+(:func:`server.storage.hybrid.build_search`).
 
 Filtered vector search keeps its recall: how, and how often the approximate paths
 miss a row exact ranking finds, is :mod:`server.storage.nearest`'s (and the bench's
@@ -33,21 +39,32 @@ from sqlalchemy import (
     cast,
     func,
     literal_column,
-    null,
+    not_,
     select,
     union,
+    union_all,
 )
 
 from server.domain.bm25 import Seeking
 from server.domain.ranking_presets import DEFAULT_PRESET
 from server.storage import bm25
 from server.storage.nearest import OVERSAMPLE, Path, nearest
-from server.storage.search_terms import F8, cosine, tsquery, uses_web_syntax
+from server.storage.search_terms import F8, tsquery, uses_web_syntax
 from server.storage.source import SearchSource
 
 # Rows the index order contributes past the pool, so that exact ties at the cut
 # are settled by (created_at, key) as the reference does.
 TIE_SLACK = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Lexical:
+    """A row's BM25 score (:meth:`Candidates.lexical_of`): ``score``, given ``joined``
+    left-joined on ``on`` when it is set."""
+
+    score: ColumnElement[Any]
+    joined: Any = None
+    on: ColumnElement[bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +81,48 @@ class Candidates:
     oversample: int = OVERSAMPLE
 
     seeking: Seeking = DEFAULT_PRESET.seeking
-    _weights: dict[str, Any] = field(default_factory=dict, compare=False)
+    _built: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def keyword_weights(self, text: str) -> Any:
         """The CTE ``w`` of the query's terms and weights (:func:`server.storage.bm25.weights`),
         one object per statement, shared by both candidate lists."""
-        web = uses_web_syntax(text)
-        key = "web" if web else "plain"
-        if key not in self._weights:
+        return self._once(
+            "w",
+            text,
+            lambda keywords: bm25.weights(keywords, text, seeking=self.seeking, pool=self.pool),
+        )
+
+    def keyword_read(self, text: str) -> Any:
+        """The CTE ``lread``: the documents of the postings read
+        (:func:`server.storage.bm25.read`), one object per statement."""
+        w = self.keyword_weights(text)
+        return self._once("lread", text, lambda keywords: bm25.read(keywords, w).cte("lread"))
+
+    def lexical_of(self, text: str, key: ColumnElement[Any]) -> Lexical:
+        """The BM25 score of the row ``key`` (NULL: it holds no term of the query): the
+        sum the keyword read made of its postings, when that read every posting (the
+        read to join, :attr:`Lexical.joined`), else a probe of the row's postings."""
+        probe = self.keyword_score(text, key)
+        if not (self.source.bounded and not uses_web_syntax(text)):
+            return Lexical(probe)
+        read = self.keyword_read(text)
+        return Lexical(
+            case((self._whole(text), read.c.lexical), else_=probe), read, read.c.key == key
+        )
+
+    def _whole(self, text: str) -> ColumnElement[bool]:
+        """True when every posting of the query's terms is read (:func:`bm25.weights`)."""
+        return select(func.bool_and(self.keyword_weights(text).c.whole)).scalar_subquery()
+
+    def _once(self, name: str, text: str, make: Any) -> Any:
+        """One object per statement and kind of query (plain or web-search syntax)."""
+        key = f"{name}:{'web' if uses_web_syntax(text) else 'plain'}"
+        if key not in self._built:
             keywords = self.source.keywords
             if keywords is None:
                 raise ValueError("a keyword search needs the source's postings")
-            self._weights[key] = bm25.weights(keywords, text, seeking=self.seeking, depth=self.pool)
-        return self._weights[key]
+            self._built[key] = make(keywords)
+        return self._built[key]
 
     def keyword_score(self, text: str, key: ColumnElement[Any]) -> Any:
         """The BM25 score of the row ``key`` for ``text`` (NULL: it holds no term)."""
@@ -84,28 +130,15 @@ class Candidates:
         assert keywords is not None
         return cast(bm25.score(keywords, self.keyword_weights(text), key), F8)
 
-    def by_meaning(self, vector: Sequence[float], *, text: str | None) -> Any:
-        """The CTE ``v``: ``(key, created_at, cosine, vlexical, vrank)``; ``vlexical`` is
-        the candidate's BM25 score for ``text`` (NULL without one, or when it does not
-        match the full-text query)."""
+    def by_meaning(self, vector: Sequence[float]) -> Any:
+        """The CTE ``v``: ``(key, created_at, cosine, vrank)``."""
         pool = self.pool
         cut = pool + TIE_SLACK
         found = nearest(
             self.source, vector, cut=cut, path=self.path, oversample=self.oversample * cut
         )
-        if text is not None:
-            # The keyword score of a candidate found by meaning (computed for the pool only),
-            # reported even when it is past the keyword pool (it then adds nothing).
-            vlexical: ColumnElement[Any] = case(
-                (found.c.tsv.op("@@")(tsquery(text)), self.keyword_score(text, found.c.key)),
-                else_=cast(null(), F8),
-            )
-        else:
-            vlexical = cast(null(), F8)
         similarity = (literal_column("1") - found.c.distance).label("cosine")
-        ordered = select(
-            found.c.key, found.c.created_at, similarity, vlexical.label("vlexical")
-        ).subquery("vexact")
+        ordered = select(found.c.key, found.c.created_at, similarity).subquery("vexact")
         numbered = select(
             ordered,
             func.row_number()
@@ -121,46 +154,54 @@ class Candidates:
             .cte("v")
         )
 
-    def by_keywords(self, text: str, *, vector: Sequence[float] | None) -> Any:
-        """The CTE ``l``: ``(key, created_at, lexical, lcosine)``; ``lexical`` is the BM25
-        score, ``lcosine`` the candidate's cosine to ``vector`` (NULL without one)."""
+    def by_keywords(self, text: str) -> Any:
+        """The CTE ``l``: ``(key, created_at, lexical)``, ``lexical`` the BM25 score."""
         source = self.source
+        keywords = source.keywords
+        assert keywords is not None
+        w = self.keyword_weights(text)
         if source.bounded and not uses_web_syntax(text):
-            assert source.keywords is not None
-            found = bm25.bounded(source.keywords, self.keyword_weights(text)).subquery("lfound")
+            found = self._read(text)
         else:
-            found = (
+            matches = (
                 select(source.key.label("key"), source.created_at.label("created_at"))
                 .select_from(source.from_)
                 .where(source.where, source.tsv.op("@@")(tsquery(text)))
                 .subquery("lfound")
             )
-        keywords = source.keywords
-        assert keywords is not None
-        scored = bm25.scored(keywords, self.keyword_weights(text), found).subquery("lscored")
+            found = bm25.scored(keywords, w, matches).subquery("lscored")
         top = (
-            select(scored)
-            .order_by(scored.c.lexical.desc(), scored.c.created_at.desc(), scored.c.key)
+            select(found)
+            .order_by(found.c.lexical.desc(), found.c.created_at.desc(), found.c.key)
             .limit(self.pool)
             .subquery("ltop")
         )
-        if vector is None:
-            lcosine: ColumnElement[Any] = cast(null(), F8)
-            rows = select(top.c.key, top.c.created_at, top.c.lexical, lcosine.label("lcosine"))
-        else:
-            lcosine = cosine(source.embedding, vector)
-            rows = (
-                select(top.c.key, top.c.created_at, top.c.lexical, lcosine.label("lcosine"))
-                .select_from(top)
-                .join(source.from_, source.by_key(top.c.key))
-            )
-        return rows.cte("l")
+        return select(top).cte("l")
+
+    def _read(self, text: str) -> Any:
+        """``(key, created_at, lexical)`` of the documents the postings find
+        (:func:`server.storage.bm25.read`): their sums as they are when every posting was
+        read (exact), else the first ``2P`` by their partial sums, scored exactly."""
+        keywords = self.source.keywords
+        assert keywords is not None
+        read = self.keyword_read(text)
+        whole = self._whole(text)
+        exact = select(read.c.key, read.c.created_at, read.c.lexical).where(read.c.found, whole)
+        partial = (
+            select(read.c.key, read.c.created_at)
+            .where(read.c.found, not_(whole))
+            .order_by(read.c.lexical.desc(), read.c.created_at.desc(), read.c.key)
+            .limit(2 * self.pool)
+            .subquery("lpartial")
+        )
+        rescored = bm25.scored(keywords, self.keyword_weights(text), partial)
+        return union_all(exact, rescored).subquery("lfound")
 
     def keys(self, vector: Sequence[float], text: str) -> Any:
         """The keys of both lists, as a CTE ``seeds(key)``."""
-        v = self.by_meaning(vector, text=None)
-        lex = self.by_keywords(text, vector=None)
+        v = self.by_meaning(vector)
+        lex = self.by_keywords(text)
         return union(select(v.c.key), select(lex.c.key)).cte("seeds")
 
 
-__all__ = ["TIE_SLACK", "Candidates"]
+__all__ = ["TIE_SLACK", "Candidates", "Lexical"]

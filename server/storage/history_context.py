@@ -130,12 +130,21 @@ def context_statement(shape: ContextShape) -> Select[Any]:
     )
     seeds = found.keys(vector, text)
     # a part's keyword weight: its BM25 score (0: it holds no term of the query), from
-    # the same terms and weights as the candidates
-    weight = func.coalesce(found.keyword_score(text, table(HistoryPart).c.id), _ZERO)
+    # the same terms and weights as the candidates: the sum the keyword read made of its
+    # postings (every posting was read) or a probe of them
+    lexical = found.lexical_of(text, table(HistoryPart).c.id)
+    weight = func.coalesce(lexical.score, _ZERO)
     seed = aliased(HistoryPart, name="seed")
     turns = select(col(seed.turn_number)).where(
         col(seed.agent_id) == reader.agent_id, col(seed.id).in_(select(seeds.c.key))
     )
+    events = and_(
+        col(HistoryEvent.id) == col(HistoryPart.event_id),
+        col(HistoryEvent.agent_id) == col(HistoryPart.agent_id),
+    )
+    joined = table(HistoryPart).join(table(HistoryEvent), events)
+    if lexical.joined is not None:
+        joined = joined.outerjoin(lexical.joined, lexical.on)
     scored = (
         select(
             col(HistoryPart.id).label("key"),
@@ -146,14 +155,7 @@ def context_statement(shape: ContextShape) -> Select[Any]:
             cosine(HistoryPart.embedding, vector).label("cosine"),
             weight.label("lexical"),
         )
-        .select_from(HistoryPart)
-        .join(
-            HistoryEvent,
-            and_(
-                col(HistoryEvent.id) == col(HistoryPart.event_id),
-                col(HistoryEvent.agent_id) == col(HistoryPart.agent_id),
-            ),
-        )
+        .select_from(joined)
         .where(history_condition(reader), col(HistoryPart.turn_number).in_(turns))
         # OFFSET 0: each part's cosine and keyword weight computed here, once, so that the
         # windows above sort those numbers, not the parts' vectors they are computed from

@@ -25,12 +25,15 @@ string form); pass a ``COLLATE "C"`` expression for a text key.
 
 The statement is ``WITH v, l SELECT ...``: ``v`` and ``l`` are the candidates
 by meaning and by keywords (:mod:`server.storage.candidates`, the first ``P``
-of each, ``P`` the preset's pool for ``limit``, each with both signals), and the
-fusion is ``v FULL JOIN l`` scored by the preset's blend (each signal scaled over
-the candidates by a window over all of them) in ``float8`` in the reference's order
-of operations, so scores equal :func:`rank`'s bit for bit; ordered by
-``score DESC, created_at DESC, key``; the first ``limit``.
-``vector`` and ``lexical`` modes build only their own candidate list.
+of each, ``P`` the preset's pool for ``limit``), and the fusion is
+``v FULL JOIN l``, each candidate given the signal its list did not compute (the
+cosine of one found by keywords alone, read from its row; the BM25 score of one
+found by meaning alone, from its postings), scored by the
+preset's blend (each signal scaled over the candidates by a window over all of them)
+in ``float8`` in the reference's order of operations, so scores equal
+:func:`rank`'s bit for bit; ordered by ``score DESC, created_at DESC, key``; the
+first ``limit``. ``vector`` and ``lexical`` modes build only their own candidate
+list (a lexical search given a vector reads the cosine of the rows it returns).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from server.domain.ranking import Mode
 from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.storage.candidates import Candidates
 from server.storage.nearest import Path
-from server.storage.search_terms import F8, float_param
+from server.storage.search_terms import F8, distance, float_param, tsquery
 from server.storage.source import SearchSource
 
 MODES: tuple[Mode, ...] = ("hybrid", "lexical", "vector")
@@ -146,29 +149,42 @@ def build_search(
     found = Candidates(source, preset.pool_size(limit), min_score, path, seeking=preset.seeking)
     if mode == "vector":
         assert vector is not None
-        v = found.by_meaning(vector, text=None)
+        v = found.by_meaning(vector)
         no_rank = cast(null(), F8)
         return _best_first(v.c.key, v.c.cosine, v.c.cosine, no_rank, v.c.created_at, limit)
     if mode == "lexical":
         assert text is not None
-        lex = found.by_keywords(text, vector=vector)
-        return _best_first(
-            lex.c.key, lex.c.lexical, lex.c.lcosine, lex.c.lexical, lex.c.created_at, limit
-        )
+        lex = found.by_keywords(text)
+        no_cosine = cast(null(), F8)
+        top = _best_first(
+            lex.c.key, lex.c.lexical, no_cosine, lex.c.lexical, lex.c.created_at, limit
+        ).subquery("top")
+        if vector is None:
+            return select(top).order_by(top.c.score.desc(), top.c.created_at.desc(), top.c.key)
+        t = _with_signals(top, found, text=None, vector=vector).subquery("shown")
+        return select(t).order_by(t.c.score.desc(), t.c.created_at.desc(), t.c.key)
     assert vector is not None and text is not None
-    v = found.by_meaning(vector, text=text)
-    lex = found.by_keywords(text, vector=vector)
+    v = found.by_meaning(vector)
+    lex = found.by_keywords(text)
     fused = (
         select(
             func.coalesce(v.c.key, lex.c.key).label("key"),
-            func.coalesce(v.c.cosine, lex.c.lcosine).label("cosine"),
-            func.coalesce(lex.c.lexical, v.c.vlexical).label("lexical"),
+            v.c.cosine,
+            lex.c.lexical,
             func.coalesce(v.c.created_at, lex.c.created_at).label("created_at"),
         )
         .select_from(v.join(lex, v.c.key == lex.c.key, full=True))
         .subquery("fused")
     )
-    scored = _blended(fused, now=now, preset=preset).subquery("scored")
+    # OFFSET 0: each candidate's signals computed here, once; inlined, the cosine and the
+    # BM25 probe would be computed again for every window and term of the blend that
+    # reads them
+    both = (
+        _with_signals(fused, found, text=text, vector=vector)
+        .offset(literal_column("0"))
+        .subquery("candidates")
+    )
+    scored = _blended(both, now=now, preset=preset).subquery("scored")
     c = scored.c
     return _best_first(
         c.key, c.score, c.cosine, c.lexical, c.created_at, limit, terms=(c.meaning, c.keywords)
@@ -198,6 +214,30 @@ def _best_first(
         .order_by(score.desc(), created_at.desc(), key)
         .limit(bindparam("limit", limit))
     )
+
+
+def _with_signals(
+    rows: Any, found: Candidates, *, text: str | None, vector: Sequence[float] | None
+) -> Select[Any]:
+    """``rows`` (every column kept) with both signals: a missing cosine read from the row
+    (joined by its key), a missing BM25 score that of a row the full-text query matches,
+    from the row's postings. Computed for these rows only: the candidates, or the rows a
+    search returns."""
+    source = found.source
+    joined = rows.join(source.from_, source.by_key(rows.c.key))
+    cosine: Any = rows.c.cosine
+    if vector is not None:
+        cosine = func.coalesce(cosine, literal_column("1") - distance(source.embedding, vector))
+    lexical: Any = rows.c.lexical
+    if text is not None:
+        # a probe of the row's postings: for a few dozen rows, cheaper than joining them
+        # to every document the keyword read found
+        score = found.keyword_score(text, rows.c.key)
+        lexical = func.coalesce(
+            lexical, case((source.tsv.op("@@")(tsquery(text)), score), else_=cast(null(), F8))
+        )
+    kept = [c for c in rows.c if c.name not in ("cosine", "lexical")]
+    return select(*kept, cosine.label("cosine"), lexical.label("lexical")).select_from(joined)
 
 
 # The columns of a search's rows; a column already so named keeps its name unlabelled.

@@ -18,6 +18,14 @@ the rows a search may find, by cosine distance, found one of three ways.
   with the share of the table the filter rejects: a filter that keeps one row in
   a hundred visits a hundred rows for each it keeps. Approximate too.
 
+- ``filtered``: the HNSW index under the same iterative scan, with the filter in the
+  same query as its order and limit (pgvector's filtered search): the planner weighs
+  walking the index against ranking the filtered rows exactly by their share of the
+  table, which it reads from the values of the call (a custom plan), and a filter that
+  names the rows' agent lets Citus send the whole search to that agent's shard. For
+  Citus, where the forced walk of ``index`` (the whole table's index under a filter
+  above it) names no agent and cannot be routed (docs/scaling.md).
+
 A source with a ``probe`` (memory: the agent's versions) chooses between
 ``bits`` and ``index`` by how many rows the probe finds: ``bits`` costs about the
 same per row the source holds, ``index`` about the same per row of the table it
@@ -41,6 +49,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from sqlalchemy import (
+    Column,
     ColumnElement,
     Integer,
     Select,
@@ -56,12 +65,13 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.dialects.postgresql import BIT, REGCLASS
+from sqlalchemy.sql import visitors
 from sqlalchemy.sql.util import ClauseAdapter
 
 from server.storage.search_terms import F8, distance, float_param, query_vector
 from server.storage.source import SearchSource
 
-Path = Literal["exact", "bits", "index"]
+Path = Literal["exact", "bits", "index", "filtered"]
 
 # The rows ranked again by the exact distance, per row the search keeps: 8 x 48 for a
 # memory search of 10 (docs/scaling.md: recall of the first 48 against exact ranking).
@@ -70,6 +80,10 @@ OVERSAMPLE = 8
 SHARE_K = 900.0
 BITS_AT_LEAST = 2_000
 BITS_AT_MOST = 60_000
+# On Citus, the most versions an agent may have and be ranked by bits: the coordinator
+# knows no shard's size, so the bound is bits_below's for a table of a million rows,
+# sqrt(SHARE_K * 1M); above it a search takes its shard's index (``filtered``).
+ROUTED_BITS_AT_MOST = 30_000
 # hnsw.ef_search bounds: pgvector accepts 1..1000.
 MIN_EF_SEARCH = 100
 MAX_EF_SEARCH = 1000
@@ -118,7 +132,7 @@ def nearest(
     path: Path | None,
     oversample: int,
 ) -> Any:
-    """The subquery ``(key, created_at, distance, tsv)``: the first ``cut`` rows of
+    """The subquery ``(key, created_at, distance)``: the first ``cut`` rows of
     ``source`` by distance to ``vector``, found by ``path`` (None: as the source allows,
     module docstring); rows ordered by nothing in particular."""
     if path is None:
@@ -126,7 +140,7 @@ def nearest(
             path = "bits" if source.bits is not None else "exact"
         else:
             return _chosen(source, vector, cut=cut, oversample=oversample)
-    scan = {"exact": _exactly, "bits": _by_bits, "index": _by_index}[path]
+    scan = {"exact": _exactly, "bits": _by_bits, "index": _by_index, "filtered": _filtered}[path]
     found = scan(source, vector, cut, oversample)
     return found.subquery("vscan")
 
@@ -154,7 +168,6 @@ def _row(source: SearchSource, value: ColumnElement[Any]) -> tuple[Any, ...]:
         source.key.label("key"),
         source.created_at.label("created_at"),
         value.label("distance"),
-        source.tsv.label("tsv"),
     )
 
 
@@ -206,26 +219,58 @@ def _by_index(
     value = distance(source.embedding, vector).label("distance")
     # The index read in distance order over the whole table; OFFSET 0 keeps the filter
     # above it, so the planner cannot trade the index for a sort of the filtered rows.
-    walk = (
-        select(*source.from_.c, value).order_by(value).offset(literal_column("0")).subquery("walk")
-    )
+    # It carries the columns the filter and the rows read, no others.
+    read = _columns(source.from_, source.key, source.created_at, source.where)
+    walk = select(*read, value).order_by(value).offset(literal_column("0")).subquery("walk")
     adapt = ClauseAdapter(walk).traverse
-    settings = index_settings(cut)
-    applied = select(
-        func.concat(
-            *(func.set_config(name, literal(value), true()) for name, value in settings.items())
-        )
-    ).scalar_subquery()
+    applied = _index_settings(cut)
     return (
         select(
             adapt(source.key).label("key"),
             adapt(source.created_at).label("created_at"),
             walk.c.distance,
-            adapt(source.tsv).label("tsv"),
         )
         .where(adapt(source.where), applied.is_not(None), *gate)
         .limit(cut)
     )
+
+
+def _filtered(
+    source: SearchSource, vector: Sequence[float], cut: int, _: int, *gate: Any
+) -> Select[Any]:
+    value = distance(source.embedding, vector).label("distance")
+    return (
+        select(*_row(source, value))
+        .select_from(source.from_)
+        .where(source.where, _index_settings(cut).is_not(None), *gate)
+        .order_by(value)
+        .limit(cut)
+    )
+
+
+def _index_settings(cut: int) -> Any:
+    """A one-time filter's value that sets the HNSW settings of a scan of ``cut`` rows
+    (:func:`index_settings`) as the statement runs, before the index scan starts."""
+    return select(
+        func.concat(
+            *(
+                func.set_config(name, literal(value), true())
+                for name, value in index_settings(cut).items()
+            )
+        )
+    ).scalar_subquery()
+
+
+def _columns(table: Table, *clauses: ColumnElement[Any]) -> list[Any]:
+    """The columns of ``table`` that ``clauses`` read (in a correlated subquery too), in
+    the table's order."""
+    named = {
+        c.name
+        for clause in clauses
+        for c in visitors.iterate(clause)
+        if isinstance(c, Column) and c.table is table
+    }
+    return [c for c in table.c if c.name in named]
 
 
 __all__ = [
@@ -235,6 +280,7 @@ __all__ = [
     "MAX_SCAN_TUPLES",
     "MIN_EF_SEARCH",
     "OVERSAMPLE",
+    "ROUTED_BITS_AT_MOST",
     "SHARE_K",
     "Path",
     "bits_below",

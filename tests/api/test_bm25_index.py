@@ -12,15 +12,18 @@ import asyncio
 import json
 import uuid
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 
 from server.domain import bm25
-from server.domain.ranking_presets import DEFAULT_PRESET
+from server.domain.ranking_presets import DEFAULT_PRESET, FusionPreset
 from server.domain.visibility import Reader
 from server.memory_search import ranking as memory_ranking
+from server.storage import bm25 as storage_bm25
+from server.storage.reaches import memory_postings as memory_postings_of
 from tests.api.history_scenario import HistoryScenario, agent, history_config, user
 from tests.api.plans import names, node_plan
 from tests.api.scenario import Scenario, memory_config
@@ -332,12 +335,14 @@ async def _bulk_records(api: Api, s: Scenario, count: int, body: str) -> None:
         await db.commit()
 
 
-async def _plan(api: Api, reader: Reader, query: str, **filters: Any) -> dict[str, Any]:
+async def _plan(
+    api: Api, reader: Reader, query: str, preset: FusionPreset = DEFAULT_PRESET, **filters: Any
+) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of the ranking statement in lexical mode."""
     stmt, values = memory_ranking.ranking_statement(
         reader,
         memory_ranking.MemoryQuery(
-            query, None, "lexical", 0.0, 10, memory_ranking.Filters(**filters)
+            query, None, "lexical", 0.0, 10, memory_ranking.Filters(**filters), preset=preset
         ),
     )
     compiled = stmt.compile(dialect=PGDialect_psycopg())
@@ -363,10 +368,12 @@ def _read(node: dict[str, Any], relation: str) -> int:
 
 async def test_r41_the_keyword_legs_work_does_not_grow_with_the_matches(api: Api) -> None:
     """R41: two agents whose every record holds the query's word, one with five times the
-    records of the other: the keyword leg reads the same number of postings (the word's
-    first ``budget`` pools, then one probe a candidate) and about the same buffers. The
-    same search filtered by kind, which reads every match, reads five times the
-    versions."""
+    records of the other. Within the budget the keyword leg reads every posting of the
+    word (each record's exact score, no probe a record); beyond it (a budget of 8 pools
+    here) both read the same number of postings (the word's best ``budget`` pools, then
+    one probe for each of the first ``2 * pool`` by the sum so far) and about the same
+    buffers. The same search filtered by kind, which reads every match, reads five times
+    the versions."""
     readers = []
     for count in (600, 3000):
         s = Scenario(api)
@@ -387,14 +394,62 @@ async def test_r41_the_keyword_legs_work_does_not_grow_with_the_matches(api: Api
     async with api.database.engine.connect() as conn:  # type: ignore[union-attr]
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(text("VACUUM ANALYZE memory_postings"))
-    small, large = [await _plan(api, r, "walrus") for r in readers]
-    preset = DEFAULT_PRESET
-    reads = preset.seeking.budget * preset.pool_size(10)
+    every = [await _plan(api, r, "walrus") for r in readers]
+    assert [_read(p, "memory_postings") for p in every] == [601, 3001]
+    small_budget = replace(DEFAULT_PRESET, seeking=replace(DEFAULT_PRESET.seeking, budget=8))
+    small, large = [await _plan(api, r, "walrus", small_budget) for r in readers]
+    pool = DEFAULT_PRESET.pool_size(10)
+    reads = small_budget.seeking.budget * pool
     assert reads < 600
-    assert _read(small, "memory_postings") == _read(large, "memory_postings") == 2 * reads
+    assert _read(small, "memory_postings") == _read(large, "memory_postings") == reads + 2 * pool
     buffers = [p["Shared Hit Blocks"] + p["Shared Read Blocks"] for p in (small, large)]
     assert buffers[1] <= 1.3 * buffers[0], buffers
     every_match = [await _plan(api, r, "walrus", kind="fact") for r in readers]
     assert _read(every_match[1], "memory_versions") >= 4.5 * _read(
         every_match[0], "memory_versions"
     )
+
+
+async def test_r41_each_term_reads_what_the_rule_says(api: Api) -> None:
+    """R41: the statement's reading of each term (``w.depth``, NULL for all of it) is
+    :func:`server.domain.bm25.reading` of the reader's counts: within the budget every
+    posting, beyond it the rare word whole and the common ones their shares."""
+    s = Scenario(api)
+    await s.agent(memory_config(read=["agent"], write=["agent"]))
+    session = await s.session()
+    for i in range(3):
+        await s.committed(f"kelp washed up on the beach, heap {i}", session)
+    await _bulk_records(api, s, 600, "walrus sighting on the northern beach")
+    reader = Reader.for_turn(
+        agent_id=uuid.UUID(s.agent_id),
+        session_id=None,
+        turn_id=uuid.uuid4(),
+        preview=False,
+        read_scopes=("agent",),
+        write_scopes=("agent",),
+    )
+    query = "kelp and walrus on the beach"
+    pool = DEFAULT_PRESET.pool_size(10)
+    for budget, whole in ((200, True), (8, False)):
+        seeking = replace(DEFAULT_PRESET.seeking, budget=budget)
+        w = storage_bm25.weights(memory_postings_of(reader), query, seeking=seeking, pool=pool)
+        async with api.database.session() as db:
+            rows = (await db.execute(select(w.c.term, w.c.depth, w.c.whole))).all()
+            dfs = {
+                t: int(df)
+                for t, df in (
+                    await db.execute(
+                        text(
+                            "SELECT term, docs FROM memory_term_stats WHERE agent_id = :a"
+                            " AND search_scope = 'AGENT' AND term = ANY(:t)"
+                        ),
+                        {"a": s.agent_id, "t": sorted(r[0] for r in rows)},
+                    )
+                ).all()
+            }
+        dfs = {t: dfs.get(t, 0) for t, _, _ in rows}
+        assert dfs == {"beach": 603, "kelp": 3, "walrus": 600}
+        expected = bm25.reading(dfs, 603, seeking, pool)
+        assert expected.whole is whole and all(r[2] is whole for r in rows)
+        depths = {t: depth for t, depth, _ in rows}
+        assert depths == (dict.fromkeys(dfs) if whole else expected.depths)

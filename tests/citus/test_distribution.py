@@ -166,8 +166,39 @@ async def test_an_agents_memory_search_is_routed_to_one_shard(api: Api) -> None:
         data = await api.ok(SEARCH_MEMORY, turn=turn, q="when do invoices go out")
     assert data["searchMemory"]["results"][0]["version"]["summary"].startswith("Invoices")
     _one_shard(await _plan(api, *seen.the_one("FROM memory_versions", "ORDER BY top.score")))
-    async with api.database.session() as db:  # whatever its size: the HNSW path fans out
+    async with api.database.session() as db:  # a small agent: by bits
         assert await memory_ranking.path_of(db, uuid.UUID(s.agent_id)) == "bits"
+
+
+async def test_a_large_agents_memory_search_walks_its_shards_index_as_one_task(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R10, R41: past the bound of the bits path, an agent's search takes the HNSW index
+    of its own shard, the filter naming the agent in the same query (``filtered``): still
+    one task, with the results of the bits path. (The bound is lowered here; the bench
+    measures agents of 10k and 100k versions.)"""
+    s = Scenario(api)
+    await s.agent(memory_config(read=["agent"], write=["agent"]))
+    session = await s.session()
+    for summary in ("Invoices go out on the first", "The customer prefers email"):
+        await s.committed(summary, session, scope="AGENT")
+    turn = await s.turn(session)
+    before = await api.ok(SEARCH_MEMORY, turn=turn, q="when do invoices go out")
+    monkeypatch.setattr(memory_ranking, "ROUTED_BITS_AT_MOST", 1)
+    memory_ranking.forget()
+    async with api.database.session() as db:
+        assert await memory_ranking.path_of(db, uuid.UUID(s.agent_id)) == "filtered"
+    assert api.database.engine is not None
+    with _Statements(api.database.engine.sync_engine) as seen:
+        after = await api.ok(SEARCH_MEMORY, turn=await s.turn(session), q="when do invoices go out")
+    memory_ranking.forget()
+    shown = [
+        [r["version"]["summary"] for r in d["searchMemory"]["results"]] for d in (before, after)
+    ]
+    assert shown[0] == shown[1] and shown[0][0].startswith("Invoices")
+    statement, params = seen.the_one("FROM memory_versions", "ORDER BY top.score")
+    assert "hnsw.iterative_scan" in str(params.values()) or "hnsw.iterative_scan" in statement
+    _one_shard(await _plan(api, statement, params))
 
 
 async def test_an_agents_history_search_is_routed_to_one_shard(api: Api) -> None:

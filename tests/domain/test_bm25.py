@@ -74,30 +74,45 @@ def test_r62_common_terms_find_no_candidates_unless_all_are_common() -> None:
     assert bm25.seekers(dfs, 400, Seeking(most=8)) == ["support", "group", "go", "caroline"]
 
 
-def test_r41_the_rarest_terms_read_all_their_postings_within_a_budget() -> None:
-    """R41: each finding term reads a pool's worth of its best postings; the rarest read
-    all of theirs while the rarer ones hold less than the budget; so what is read is
+def test_r41_a_query_within_the_budget_reads_every_posting() -> None:
+    """R41: when the query's terms hold no more postings than the budget, every posting
+    of every term is read (common ones too, though they find nothing): the candidates are
+    every match, each with its exact score."""
+    seeking = Seeking(most=8, budget=8, common_share=0.5)
+    dfs = {"rare": 5, "scarce": 30, "middling": 200, "everywhere": 85}
+    assert bm25.reading(dfs, 100, seeking, 40) == bm25.Reading(True, dfs)
+    assert not bm25.reading({**dfs, "middling": 201}, 100, seeking, 40).whole
+
+
+def test_r41_beyond_the_budget_the_rarest_are_read_whole_and_the_rest_share() -> None:
+    """R41: beyond the budget the finding terms read their best postings: the rarest all
+    of theirs while those hold at most half the budget, the rest in proportion to their
+    postings (each the same share of its list), at least a pool each; so what is read is
     bounded by ``(budget + terms) * pool``, however many documents hold the terms."""
     seeking = Seeking(most=8, budget=8)
     dfs = {"rare": 5, "scarce": 30, "middling": 300, "common": 3000, "everywhere": 9000}
-    assert bm25.depths(dfs, 10_000, seeking, 40) == {
-        "rare": 40,  # only 5 exist
-        "scarce": 40,
-        "middling": 285,  # 320 - 35 read before it
-        "common": 40,
-        "everywhere": 40,
+    reading = bm25.reading(dfs, 10_000, seeking, 40)
+    assert not reading.whole
+    # 35 read whole (<= 160); 285 left for 12,300 postings: each its 2.3 %, at least 40
+    assert reading.depths == {
+        "rare": 5,
+        "scarce": 30,
+        "middling": 40,
+        "common": 70,
+        "everywhere": 209,
     }
     big = {t: 100 * df for t, df in dfs.items()}
-    assert sum(bm25.depths(big, 10**6, seeking, 40).values()) <= (8 + len(big)) * 40
-    assert bm25.depths(dfs, 10_000, Seeking(most=2), 40) == {"rare": 40, "scarce": 40}
+    assert sum(bm25.reading(big, 10**6, seeking, 40).depths.values()) <= (8 + len(big)) * 40
+    # only the finding terms read
+    assert bm25.reading(dfs, 10_000, Seeking(most=2), 40).depths == {"rare": 5, "scarce": 30}
 
 
 def test_the_presets_seeking() -> None:
     """Memory search: every term finds (up to 32); history: a session's common words do
-    not (docs/history.md); both read up to eight pools for the rarest terms."""
-    assert DEFAULT_PRESET.seeking == Seeking(most=32, budget=8)
+    not (docs/history.md); both read every match within 200 pools of postings."""
+    assert DEFAULT_PRESET.seeking == Seeking(most=32, budget=200)
     assert HISTORY_FUSION_PRESET.seeking == Seeking(
-        most=32, common_share=0.05, common_min=10, budget=8
+        most=32, common_share=0.05, common_min=10, budget=200
     )
     with pytest.raises(ValueError):
         Seeking(most=0)

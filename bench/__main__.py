@@ -28,6 +28,7 @@ BENCHES: dict[str, str] = {
     "trace": "bench.trace",
     "keywords": "bench.keywords",
     "citus": "bench.citus",
+    "embedding": "bench.embedding",
     "mcp": "bench.mcp",
 }
 

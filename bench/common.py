@@ -43,6 +43,19 @@ _server: EmbeddedPostgres | None = None
 Grid = TypeVar("Grid")
 
 
+def _locomo() -> Path:
+    """The LoCoMo conversations: ``shared/data/locomo`` beside the checkout (or beside a
+    folder that holds it, as a worktree's)."""
+    checkout = Path(__file__).resolve().parents[1]
+    for folder in checkout.parents:
+        if (folder / "shared" / "data" / "locomo").is_dir():
+            return folder / "shared" / "data" / "locomo"
+    return checkout.parent / "shared" / "data" / "locomo"
+
+
+LOCOMO = _locomo()
+
+
 def settings() -> Settings:
     return Settings()
 
@@ -115,7 +128,10 @@ def drop(name: str) -> None:
 
 
 def embedder(*, cache: bool = True) -> Embedder:
-    model = Embedder(cache_size=4096 if cache else 0)
+    """The model as the server builds it from the settings (``AGENT_MEMORY_EMBEDDING_*``)."""
+    model = Embedder.from_settings(
+        settings().model_copy(update={"embedding_cache_size": 4096 if cache else 0})
+    )
     model.load()
     return model
 

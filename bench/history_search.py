@@ -79,13 +79,7 @@ async def kept_server(name: str) -> AsyncIterator[tuple[Server, bool]]:
 
     url, existed = common.database(name)
     database = await common.connect(url)
-    model = Embedder(
-        database.settings.embedding_model,
-        batch_size=database.settings.embedding_batch_size,
-        cache_size=database.settings.embedding_cache_size,
-        backend=database.settings.embedding_backend,
-        cache_dir=database.settings.embedding_cache_dir,
-    )
+    model = Embedder.from_settings(database.settings)
     await model.aload()
     try:
         schema = build_schema(settings=database.settings)

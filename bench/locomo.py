@@ -36,7 +36,7 @@ from bench import common
 from server.domain.visibility import Reader
 from server.memory_search import ranking as memory_ranking
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA = common.LOCOMO
 MODES = ("hybrid", "vector", "lexical")
 # the same searches by an API reader, whose keyword leg scores every match
 EVERY = ("hybrid_every", "lexical_every")
@@ -102,13 +102,14 @@ def recall(found: list[list[str]], qs: list[dict[str, Any]], k: int) -> float:
 
 
 def embed(convs: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """Every dialog turn's and question's vector, computed once and handed to each system."""
-    texts = sorted(
-        {t["text"] for c in convs for t in c["turns"]}
-        | {q["question"] for c in convs for q in c["questions"]}
-    )
+    """Every dialog turn's and question's vector, computed once and handed to each system:
+    the turns as the server stores them, the questions as it embeds a memory search's
+    query."""
+    texts = sorted({t["text"] for c in convs for t in c["turns"]})
+    asked = sorted({q["question"] for c in convs for q in c["questions"]})
     model = common.embedder()
     vec = {t: v for t, (v, _) in zip(texts, model.encode_now(texts), strict=True)}
+    vec |= {q: v for q, (v, _) in zip(asked, model.encode_now(asked, query=True), strict=True)}
     model.close()
     return vec
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from bench import common
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA = common.LOCOMO
 QUICK_FILES = ("30.json",)
 KS = (5, 10)
 MODES = ("hybrid", "vector", "lexical")
@@ -160,13 +160,7 @@ async def server(name: str) -> AsyncIterator[Server]:
     url, _ = common.database(name, fresh=True)
     database = await common.connect(url)
     # the model as the server builds it (server/app.py), with its batch size setting
-    model = Embedder(
-        database.settings.embedding_model,
-        batch_size=database.settings.embedding_batch_size,
-        cache_size=database.settings.embedding_cache_size,
-        backend=database.settings.embedding_backend,
-        cache_dir=database.settings.embedding_cache_dir,
-    )
+    model = Embedder.from_settings(database.settings)
     await model.aload()
     try:
         schema = build_schema(settings=database.settings)  # the server's own, limits included

@@ -311,7 +311,7 @@ class _Run:
         await self.client.ok(SEARCH, turn=self.open_turns[0], q=next(self.texts))
 
     async def embedding(self) -> None:
-        await self.model.embed_one(f"{next(self.texts)} {uuid.uuid4().hex[:6]}")
+        await self.model.embed_query(f"{next(self.texts)} {uuid.uuid4().hex[:6]}")
 
     async def trivial(self) -> None:
         await self.client.ok(TRIVIAL)

@@ -41,7 +41,7 @@ from bench import common
 from bench.locomo_history import BEGIN, COMMIT, CREATE_AGENT, PUBLISH, RECORD, SESSION, server
 from server.domain import review as rules
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA = common.LOCOMO
 THRESHOLDS = [round(0.80 + 0.01 * i, 2) for i in range(19)]
 BATCH = 50  # candidates per compare / apply call
 

@@ -96,7 +96,8 @@ class AgentMutation:
     @strawberry.mutation(
         description="Publish an immutable version of an agent's configuration, numbered "
         "after the last; its config is validated first. Needs INSERT on <namespace>.Agent "
-        "(or an admin); without it, FORBIDDEN."
+        "(or an admin); without it, FORBIDDEN (NOT_FOUND, as for an unknown agent, to a "
+        "caller that may not read the agent)."
     )
     async def publish_agent_version(
         self,
@@ -111,7 +112,8 @@ class AgentMutation:
 
     @strawberry.mutation(
         description="Open a session of an agent. Needs the agent's own runtime, an admin, "
-        "or INSERT on <namespace>.Session; without it, FORBIDDEN."
+        "or INSERT on <namespace>.Session; without it, FORBIDDEN (NOT_FOUND, as for an "
+        "unknown agent, to a caller that may not read the agent)."
     )
     async def create_session(
         self,

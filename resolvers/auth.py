@@ -95,7 +95,8 @@ class ApiMutation:
         description="Delete a memory record through the API: it leaves recall and search; "
         "it and its versions stay readable, the deletion a new version written by the "
         "caller. Needs SELECT and UPDATE on <namespace>.AgentMemory.indexes.* and "
-        "<namespace>.AgentMemory.document; without them, FORBIDDEN."
+        "<namespace>.AgentMemory.document; without them, FORBIDDEN (NOT_FOUND, as for an "
+        "unknown id, to a caller that may not read the record)."
     )
     async def delete_agent_memory(
         self,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ from server.services.tools import CallRef
 from server.services.turn_watch import TurnWatch
 from server.settings import Settings
 
+_log = logging.getLogger("agent_memory.errors")
+
 
 @dataclass
 class Context:
@@ -38,6 +42,9 @@ class Context:
     response: Any = None
     deadline: Deadline | None = None
     callers: Callers | None = None  # the server's kept callers; None: built every time
+    # the open turn the running mutation acts in (or began): the one whose staged memory
+    # its answer shows (R12); None in a query, where no turn acts
+    acting_turn: uuid.UUID | None = None
     turn_watch: TurnWatch | None = None  # the server's watch of turns (subscriptions)
     websocket: bool = False  # the operation came over the WebSocket (subscriptions)
     connection_params: dict[str, Any] | None = None  # a WebSocket's connection_init payload
@@ -127,8 +134,16 @@ class Context:
         try:
             if session.in_transaction() and session.is_active:
                 await session.commit()
+        except Exception:
+            # the answer is made: a read-only transaction that cannot end well (its
+            # connection was lost) has nothing to keep, and must not turn the answer
+            # into an error; closing the session rolls it back and returns the connection
+            _log.warning("the operation's read-only transaction did not commit", exc_info=True)
         finally:
-            await session.close()
+            try:
+                await session.close()
+            except Exception:
+                _log.warning("the operation's session did not close", exc_info=True)
 
 
 @dataclass

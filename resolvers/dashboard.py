@@ -62,7 +62,8 @@ class DashboardQuery:
         "(explanation). Reads committed records of both scopes, live or "
         "preview. Nothing is recorded: no turn, execution or usage. Needs the grants that "
         "read the agent's memory: SELECT on <namespace>.AgentMemory.indexes.* and on "
-        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN."
+        "<namespace>.AgentMemory.document; without them the field is null with FORBIDDEN "
+        "(NOT_FOUND, as for an unknown agent, to a caller that may not read the agent)."
     )
     async def search_agent_memory(
         self,

@@ -132,6 +132,8 @@ class AccessGate(SchemaExtension):
     ) -> Any:
         acting = await check_arguments(info.context, info)
         if info.parent_type.name == "Mutation":
+            # the turn this mutation acts in: its answer shows that turn's staged memory
+            info.context.acting_turn = acting.turn_id if acting is not None else None
             namespace = getattr(kwargs.get("input"), "namespace", None)
             await require_selection(info.context, info, acting, namespace)
             result = _next(root, info, *args, **kwargs)

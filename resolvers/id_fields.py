@@ -148,6 +148,7 @@ class Named:
     kind: Kind | None
     need: Need
     id: uuid.UUID
+    listed: bool = False  # an item of a list of ids (a search's ``ids``)
 
 
 def _named_type(type_: Any) -> Any:
@@ -201,21 +202,23 @@ def is_runtime_operation(field_name: str, field: GraphQLField, slots: tuple[Slot
     return not any(slot.need in API_NEEDS for slot in slots)
 
 
-def _walk(type_: Any, value: Any, path: str, owner: str, name: str) -> Iterator[Named]:
+def _walk(
+    type_: Any, value: Any, path: str, owner: str, name: str, *, listed: bool = False
+) -> Iterator[Named]:
     if value is None:
         return
     if isinstance(type_, GraphQLNonNull):
-        yield from _walk(type_.of_type, value, path, owner, name)
+        yield from _walk(type_.of_type, value, path, owner, name, listed=listed)
     elif isinstance(type_, GraphQLList):
         for i, item in enumerate(value):
-            yield from _walk(type_.of_type, item, f"{path}[{i}]", owner, name)
+            yield from _walk(type_.of_type, item, f"{path}[{i}]", owner, name, listed=True)
     elif isinstance(type_, GraphQLScalarType) and type_.name in ID_SCALARS:
         kind, need = FIELDS[(owner, name)]
         try:
             id_ = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         except ValueError:
             return  # not an id at all: the field says so (BAD_INPUT)
-        yield Named(path, kind, need, id_)
+        yield Named(path, kind, need, id_, listed)
     elif isinstance(type_, GraphQLInputObjectType):
         for field_name, field in type_.fields.items():
             inner = f"{path}.{field_name}" if path else field_name

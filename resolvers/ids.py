@@ -92,11 +92,13 @@ class IdArguments(SchemaExtension):
     _plans: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def _plan(self, info: GraphQLResolveInfo[Any]) -> tuple[str, ...]:
-        """The arguments of the field that hold an id (cached per field)."""
+        """The arguments of the field that hold an id (cached per field). An
+        introspection field (``__type``) is none of the type's fields: it holds none."""
         key = (info.parent_type.name, info.field_name)
         plan = self._plans.get(key)
         if plan is None:
-            arguments = info.parent_type.fields[info.field_name].args
+            field = info.parent_type.fields.get(info.field_name)
+            arguments = field.args if field is not None else {}
             plan = tuple(n for n, a in arguments.items() if _holds_id(a.type, set()))
             self._plans[key] = plan
         return plan
@@ -109,9 +111,10 @@ class IdArguments(SchemaExtension):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
-        if kwargs:
+        plan = self._plan(info) if kwargs else ()
+        if plan:
             arguments = info.parent_type.fields[info.field_name].args
-            for name in self._plan(info):
+            for name in plan:
                 if name in kwargs:
                     # a mutation's one input object stands for its arguments: its fields
                     # are named from it (turnId, events[0].toolExecutionId)

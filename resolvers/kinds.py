@@ -32,7 +32,14 @@ class Kind(Enum):
     TRANSCRIPT_EVENT = ("TranscriptEvent", models.TranscriptEvent, "transcript event", _SESSION)
     MEMORY_RECORD = ("MemoryRecord", models.MemoryRecord, "memory record", _MEMORY)
     MEMORY_VERSION = ("MemoryVersion", models.MemoryVersion, "memory version", _MEMORY)
-    MEMORY_REVIEW = ("MemoryReview", models.MemoryReview, "memory review", _MEMORY)
+    # a review reads its session's conversation for memory, and its execution is the
+    # session's: it needs both, as a memory output use does
+    MEMORY_REVIEW = (
+        "MemoryReview",
+        models.MemoryReview,
+        "memory review",
+        (Resource.SESSION, Resource.MEMORY),
+    )
     HISTORY_EVENT = ("HistoryEvent", models.HistoryEvent, "history event", _SESSION)
     HISTORY_PART = ("HistoryPart", models.HistoryPart, "history part", _SESSION)
     # an execution's output use is the session's; one that names a record version is

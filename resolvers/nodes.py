@@ -4,9 +4,10 @@ global id (the ``Node`` interface, :mod:`resolvers.types.base`).
 A global id is the object's UUID as text, the very value every input that takes a UUID
 accepts: UUIDs are unique across tables, so one indexed statement finds which table holds
 an id, and its owner (:mod:`resolvers.owners`). ``node``, ``nodes`` and the typed
-lookups (``turn``, ``agentMemory``, ...) read through one function, :func:`read_node`: a
-FORBIDDEN or unknown id answers null with its error, one per id in ``nodes``, never
-another tenant's data, and no type can be read one way and refused the other.
+lookups (``turn``, ``agentMemory``, ...) read through one function, :func:`read_node`: an
+unknown id, and one the caller may not read, answer null with the same NOT_FOUND, one
+per id in ``nodes``, never another tenant's data, and no type can be read one way and
+refused the other.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ async def read_node(context: Context, kind: Kind | None, id_: uuid.UUID) -> Any:
     """The object of ``kind`` (any, for ``None``) with this id, as the caller may read
     it: the one path of ``node``, ``nodes`` and every typed lookup (``turn``,
     ``agentMemory``, ...), so that none of them can answer differently. NOT_FOUND for
-    none (and for what an open turn staged), FORBIDDEN without the grants of its kind."""
+    none, for what an open turn staged and without the grants of its kind, alike."""
     owner = await ownership.read(context, kind, id_)
     found = await _READERS[owner.kind](context, id_)
     if found is None:
@@ -78,8 +79,8 @@ async def read_node(context: Context, kind: Kind | None, id_: uuid.UUID) -> Any:
 @strawberry.type
 class NodeQuery:
     @strawberry.field(
-        description="Any object with a global id, by that id. Null for an unknown id "
-        "(NOT_FOUND) and for one the caller may not read (FORBIDDEN), as the typed lookups "
+        description="Any object with a global id, by that id. Null for an unknown id and "
+        "for one the caller may not read, with the same NOT_FOUND, as the typed lookups "
         "answer; a malformed id is BAD_INPUT."
     )
     async def node(
@@ -91,9 +92,8 @@ class NodeQuery:
 
     @strawberry.field(
         description="Objects by their global ids, in the order asked. Each id the caller "
-        "may not read, or that names nothing, is null with its own error (FORBIDDEN, "
-        "NOT_FOUND); the others are read as node reads them. A malformed id is BAD_INPUT "
-        "for the whole list."
+        "may not read, or that names nothing, is null with its own NOT_FOUND; the others "
+        "are read as node reads them. A malformed id is BAD_INPUT for the whole list."
     )
     async def nodes(
         self,

@@ -12,19 +12,20 @@ refuses its field (fail closed), so a new id field cannot skip the check; the te
 generated from the schema (tests/api/test_ownership.py) proves every field goes through
 it.
 
-The rule (docs/security.md, "Ownership"): a runtime operation acts for one agent, the
-owner of its *anchor* (the turn, review, execution, session or agent it is about), which
-the caller must be the runtime of (else ``FORBIDDEN``, as before). Every other id it
+The rule (docs/security.md, "Ownership" and "Refusals look like absence"): a runtime
+operation acts for one agent, the owner of its *anchor* (the turn, review, execution,
+session or agent it is about), which the caller must be the runtime of. Every other id it
 names must belong to that same agent and be within the anchor's reach: of its turn, its
-session, its preview or live world, committed or staged by that turn (else
-``NOT_FOUND``: for the agent, an object of another agent, or of its own out of reach,
-does not exist where it acts, R10). An id that names nothing is left to the resolver
-(``NOT_FOUND``, or left out of a list, as before). A reader's id needs the grants that
-read the object (``FORBIDDEN``, as before); what an open turn staged is ``NOT_FOUND`` to
-every reader until it commits (R12). A nested field's id (``Agent.memoryRecords``'
-``asOf.turnId``, ``filter.sessionId``) is anchored on the object the field is on: it
-must name an object of that object's agent (else ``NOT_FOUND``, as for one that names
-nothing, R10), which the caller may read as a reader's id.
+session, its preview or live world, committed or staged by that turn (else ``NOT_FOUND``
+saying where, for the agent's own object out of reach). A reader's id needs the grants
+that read the object. And whatever the need, an id that names nothing the caller may know
+of (none at all, another owner's object it may not read, what another open turn staged,
+R10, R12) is answered as one that names nothing: ``NOT_FOUND``, the same message, naming
+only the id sent (:func:`absent`); in a search's list of ids it is left out. A refusal
+says ``FORBIDDEN``, with its reason, only for an object the caller may read. A nested
+field's id (``Agent.memoryRecords``' ``asOf.turnId``, ``filter.sessionId``) is anchored on
+the object the field is on: it must name an object of that object's agent that the
+caller may read (else ``NOT_FOUND``, as for one that names nothing, R10).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 from graphql import GraphQLField, GraphQLResolveInfo
 
 from resolvers.context import Context
-from resolvers.grants import Resource, caller_of, require, require_manage
+from resolvers.grants import Resource, caller_of, decide, require, require_manage
 from resolvers.id_fields import (
     Named,
     Need,
@@ -58,10 +59,12 @@ _log = logging.getLogger("agent_memory.errors")
 
 @dataclass(frozen=True, slots=True)
 class Acting:
-    """The agent an operation's objects belong to (for the mutation's selection check)."""
+    """The agent an operation's objects belong to (for the mutation's selection check),
+    and the turn a runtime operation acts in, whose staged memory its answer shows."""
 
     agent_id: uuid.UUID
     namespace: str
+    turn_id: uuid.UUID | None = None
 
 
 async def _owners(
@@ -135,22 +138,42 @@ def _where(place: Place, owner: Owner) -> str:
     return "this turn can name"
 
 
-def _member(place: Place | None, n: Named, owner: Owner, *, acts_for_it: bool) -> None:
-    """NOT_FOUND for an id out of the anchor's reach: of another agent (R10), or of this
-    one but not where the operation acts. For the agent, that object does not exist.
-    Without an anchor (none given, or one that names nothing, which the resolver then
-    refuses) it must at least be of an agent the caller acts for."""
+def absent(kind: Kind | None, id_: uuid.UUID, field: str | None = None) -> NotFoundError:
+    """The one answer for an id that names nothing the caller may know of: an unknown id,
+    and one the caller may not read (another owner's, or what an open turn staged), alike
+    in code and message, so that a refusal never tells that an object exists (docs/
+    security.md, "Refusals look like absence"). It names only the id the caller sent."""
+    what = "object" if kind is None else kind.label
+    details = {} if field is None else {"field": field}
+    return NotFoundError(f"no {what} with id {id_}", **details)
+
+
+async def readable(context: Context, owner: Owner) -> bool:
+    """Whether the caller may read the object (and so may learn that it exists): not
+    staged by an open turn (R12), and every grant of its kind allowed (R70, R71)."""
+    if owner.staged:
+        return False
+    for resource in owner.kind.resources(memory=owner.memory):
+        if not (await decide(context, resource, owner.agent_id, owner.namespace)).allowed:
+            return False
+    return True
+
+
+def _member(place: Place | None, n: Named, owner: Owner, *, acts_for_it: bool) -> bool:
+    """Whether an id may be named where the operation acts; raises NOT_FOUND for one of
+    its own agent's objects out of the anchor's reach, saying where. False for what, for
+    the agent, does not exist (R10, R12): another agent's object, and what another open
+    turn staged; answered as an unknown id is. Without an anchor (none given) it must at
+    least be of an agent the caller acts for."""
     if place is None:
-        if acts_for_it:
-            return
-        where = "of this agent"
-    elif owner.agent_id != place.agent_id:
-        where = "of this agent"
-    elif not reaches(place, owner):
-        where = _where(place, owner)
-    else:
-        return
-    raise NotFoundError(f"no {owner.kind.label} {n.id} {where}", field=n.path)
+        return acts_for_it
+    if owner.agent_id != place.agent_id:
+        return False
+    if owner.staged and owner.turn_id != place.turn_id:
+        return False
+    if not reaches(place, owner):
+        raise NotFoundError(f"no {owner.kind.label} {n.id} {_where(place, owner)}", field=n.path)
+    return True
 
 
 async def prefetch(context: Context, ids: list[uuid.UUID]) -> None:
@@ -160,28 +183,37 @@ async def prefetch(context: Context, ids: list[uuid.UUID]) -> None:
 
 
 async def read(context: Context, kind: Kind | None, id_: uuid.UUID) -> Owner:
-    """The owner of the object a reader names, if the caller may read it: NOT_FOUND for
-    none (and for what an open turn staged, R12), FORBIDDEN without the grants of its
-    kind (R70, R71). ``kind`` None: any kind (``node``). The one check of ``node``,
-    ``nodes`` and every typed lookup."""
+    """The owner of the object a reader names, if the caller may read it: NOT_FOUND,
+    alike, for none, for what an open turn staged (R12) and for an object the caller
+    has not the grants of its kind to read (R70, R71). ``kind`` None: any kind
+    (``node``). The one check of ``node``, ``nodes`` and every typed lookup."""
     owner = (await _owners(context, [Named("id", kind, Need.READ, id_)])).get((kind, id_))
-    if owner is None or owner.staged:
-        what = "object" if kind is None else kind.label
-        raise NotFoundError(f"no {what} with id {id_}")
-    for resource in owner.kind.resources(memory=owner.memory):
-        await require(context, resource, owner.agent_id, owner.namespace)
+    if owner is None or not await readable(context, owner):
+        raise absent(kind, id_)
     return owner
 
 
-async def _api(context: Context, need: Need, owner: Owner) -> None:
+async def _api(context: Context, n: Named, owner: Owner) -> None:
+    """An administrator's or client's id: refused, FORBIDDEN with the reason, only when
+    the caller may read the object it names; else as an unknown id."""
+    if not await readable(context, owner):
+        try:
+            await _allowed(context, n.need, owner)
+        except ForbiddenError:
+            raise absent(n.kind, n.id, n.path) from None
+        if owner.staged:  # R12: what an open turn staged is no reader's
+            raise absent(n.kind, n.id, n.path)
+    else:
+        await _allowed(context, n.need, owner)
+
+
+async def _allowed(context: Context, need: Need, owner: Owner) -> None:
     caller = caller_of(context)
     if need is Need.READ_MEMORY:
         await require(context, Resource.MEMORY, owner.agent_id, owner.namespace)
     elif need is Need.READ_SESSIONS:
         await require(context, Resource.SESSION, owner.agent_id, owner.namespace)
     elif need is Need.DELETE_MEMORY:
-        if owner.staged:
-            raise NotFoundError(f"no memory record with id {owner.id}")
         await require(context, Resource.MEMORY_DELETE, owner.agent_id, owner.namespace)
     elif need is Need.MANAGE_AGENT:
         require_manage(context, owner.namespace)
@@ -240,24 +272,36 @@ async def check(
     acting: Acting | None = None
     for n in sorted(named, key=lambda n: n.need is not Need.AGENT_ITSELF):
         owner = owners.get((n.kind, n.id))
-        if owner is None:
-            continue  # names nothing: the resolver's NOT_FOUND
         if n.need is Need.READ:
-            await read(context, n.kind, n.id)
+            owner = await read(context, n.kind, n.id)
+        elif owner is None:
+            if n.listed:
+                continue  # a search's ids: one that names nothing is left out
+            raise absent(n.kind, n.id, n.path)
         elif n.need is Need.AGENT_ITSELF:
             if not caller.is_agent(agent_id=owner.agent_id, namespace=owner.namespace):
-                raise ForbiddenError(f"this runtime token does not act for agent {owner.agent_id}")
+                if await readable(context, owner):
+                    raise ForbiddenError(
+                        f"this runtime token does not act for this {owner.kind.label}'s agent"
+                    )
+                raise absent(n.kind, n.id, n.path)
             if place is None:
                 place = Place.of(owner)
-            else:  # a second anchor (beginTurn's agentId beside its sessionId)
-                _member(place, n, owner, acts_for_it=True)
+            elif not _member(place, n, owner, acts_for_it=True):
+                # a second anchor (beginTurn's agentId beside its sessionId)
+                raise absent(n.kind, n.id, n.path)
         elif n.need is Need.IN_REACH:
             acts = caller.is_agent(agent_id=owner.agent_id, namespace=owner.namespace)
-            _member(place, n, owner, acts_for_it=acts)
+            if not _member(place, n, owner, acts_for_it=acts):
+                if n.listed:
+                    continue  # left out, as an unknown id is (the search sees none of it)
+                raise absent(n.kind, n.id, n.path)
         else:
-            await _api(context, n.need, owner)
+            await _api(context, n, owner)
         acting = acting or Acting(owner.agent_id, owner.namespace)
-    return Acting(place.agent_id, place.namespace) if place is not None else acting
+    if place is not None:
+        return Acting(place.agent_id, place.namespace, place.turn_id)
+    return acting
 
 
 async def check_on(
@@ -270,9 +314,9 @@ async def check_on(
 ) -> None:
     """Refuse a nested field (``parent``.``field_name``, on an object of agent
     ``agent_id``) whose arguments name what the caller may not, before it runs: every id
-    must name an object of that agent (else NOT_FOUND, alike for another agent's object
-    and for none at all, R10) that the caller may read (:func:`read`: FORBIDDEN without
-    the grants of its kind, R70, R71). ``agent_id`` None: the object is of no agent yet
+    must name an object of that agent that the caller may read (the grants of its kind,
+    R70, R71); else NOT_FOUND, alike for another agent's object, one the caller may not
+    read and none at all (R10). ``agent_id`` None: the object is of no agent yet
     (in the answer of a mutation that creates it), and no id names anything of it."""
     slots = _plan(parent, field_name, field)
     if not slots:
@@ -282,7 +326,6 @@ async def check_on(
     owners = await _owners(context, named)
     for n in named:
         owner = owners.get((n.kind, n.id))
-        if owner is None or owner.agent_id != agent_id:
+        if owner is None or owner.agent_id != agent_id or not await readable(context, owner):
             what = "object" if n.kind is None else n.kind.label
             raise NotFoundError(f"no {what} {n.id} of this agent", field=n.path)
-        await read(context, n.kind, n.id)

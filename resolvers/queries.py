@@ -1,8 +1,9 @@
 """Dashboard queries: thin lookups by id or name (by id: through
 :func:`resolvers.nodes.read_node`, as ``node`` reads).
 
-A lookup that can fail is nullable: a NOT_FOUND or FORBIDDEN nulls that one field (its
-error, with its code, is in ``errors``), not the whole answer."""
+A lookup that can fail is nullable: a NOT_FOUND (an unknown id, or one the caller may
+not read) nulls that one field (its error, with its code, is in ``errors``), not the
+whole answer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """Redaction of memory in what a response carries (R12, R70, R71): the memory tools'
 own inputs and outputs, the memory events of a transcript, and the arguments of the
 memory calls an agent reply names. Without the memory read grant they are redacted;
-in a rolled-back or failed turn they are discarded memory that only the agent itself
-reads. The masking itself is :mod:`server.domain.redaction`."""
+in an open turn they are staged, shown to no one but that turn's own operations until
+it commits (as its records are NOT_FOUND to every reader); in a rolled-back or failed
+turn they are discarded memory that only the agent itself reads. The masking itself is
+:mod:`server.domain.redaction`."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ DISCARDED = {
     "rolled_back": "discarded: the turn rolled back",
     "failed": "discarded: the turn failed",
 }
+STAGED = "staged: the turn has not committed"
+_WITHHELD = frozenset({*DISCARDED.values(), STAGED})  # shown as {"redacted": ...}, not null
 
 
 def carries_memory(row: Any, field: str) -> bool | None:
@@ -64,14 +68,21 @@ async def _memory_note(
     context: Context, agent_id: uuid.UUID, turn_id: uuid.UUID | None = None
 ) -> str | None:
     """``None`` when the caller may read this memory of the agent; else what to show
-    instead. What the memory tools of a rolled-back or failed turn (``turn_id``) were
-    given and gave is discarded memory (R12): only the agent itself still reads it."""
+    instead. What the memory tools of an open turn (``turn_id``) were given and gave is
+    staged (R12): shown to no one but that turn's own operations until it commits, as
+    its records are. In a rolled-back or failed turn it is discarded memory: only the
+    agent itself still reads it."""
     decision = await decide(context, Resource.MEMORY, agent_id)
     if not decision.allowed:
         return REDACTED.format(ns=await namespace_of(context, agent_id) or "?")
-    if decision is AGENT_SELF or turn_id is None:
+    if turn_id is None:
         return None
-    return DISCARDED.get(await context.loaders.turn_status.load(turn_id) or "")
+    status = await context.loaders.turn_status.load(turn_id) or ""
+    if status == "open":
+        return None if turn_id == context.acting_turn else STAGED
+    if decision is AGENT_SELF:
+        return None
+    return DISCARDED.get(status)
 
 
 async def _reply_of(context: Context, event_id: uuid.UUID) -> tuple[str | None, str, Any] | None:
@@ -108,7 +119,7 @@ async def redacted(context: Context, row: Any, field: str, value: Any) -> Any:
     if field == "payload":
         return {"redacted": note}
     if field in ("input", "output"):
-        return {"redacted": note} if note in DISCARDED.values() else None
+        return {"redacted": note} if note in _WITHHELD else None
     return f"[{note}]"
 
 

@@ -53,7 +53,8 @@ _GRANTS = (
     "versions need SELECT on <namespace>.Agent; sessions, turns, executions, transcripts "
     "and kept history SELECT on <namespace>.Session; memory SELECT on "
     "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document. An object "
-    "the caller may not read is FORBIDDEN."
+    "the caller may not read is FORBIDDEN; named by an id, it is answered as an id that names "
+    "nothing (NOT_FOUND, the same message)."
 )
 QUERY = "Reads for dashboards and tools: agents, sessions, turns, memory and history. " + _GRANTS
 MUTATION = (

@@ -208,6 +208,7 @@ class TurnMutation:
             return turn, await get(db, models.Execution, uuid.UUID(result["execution"]))
 
         (turn, execution), result = await once_shown(info, "beginTurn", input, run, reload)
+        info.context.acting_turn = turn.id  # its answer shows the turn it began
         return BeginTurnPayload(
             turn=TurnType(row=turn),
             execution=ExecutionType(row=execution),

@@ -177,14 +177,7 @@ def create_app(
     no token is asked for: for an application that authenticates its users itself, and
     for tests. ``address``: where it serves, for the line that says it is ready."""
     db = database or Database(settings)
-    model = embedder or Embedder(
-        settings.embedding_model,
-        batch_size=settings.embedding_batch_size,
-        cache_size=settings.embedding_cache_size,
-        backend=settings.embedding_backend,
-        cache_dir=settings.embedding_cache_dir,
-        workers=_model_threads(settings),
-    )
+    model = embedder or Embedder.from_settings(settings, workers=_model_threads(settings))
     services = {
         "database": db,
         "embedder": model,

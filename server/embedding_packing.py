@@ -23,13 +23,19 @@ PASS_TOKENS = 6
 @dataclass(slots=True)
 class Pending:
     """A queued text: the model's input ids for it, when it first arrived, whether
-    someone waits on it interactively, and everyone waiting for its vector."""
+    someone waits on it interactively, whether it is a search's query (its own pass on
+    the query graph), and everyone waiting for its vector."""
 
     text: str
     ids: list[int]
     arrival: int
     urgent: bool
+    query: bool = False
     futures: list[asyncio.Future[tuple[Vector, int]]] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[bool, str]:
+        return (self.query, self.text)
 
 
 def settle(answers: list[tuple[asyncio.Future[Any], Any]]) -> None:

@@ -8,7 +8,11 @@ pool's state is read when the metrics are scraped.
 The labels are bounded, so that no client can grow the page: an operation is counted
 under its own name only once the request authenticated and its document validated, and
 only for the first :data:`MAX_OPERATIONS` names an app sees; every other request is
-``other`` (``unparsed`` when its document did not parse). Its code is the code its
+``other`` (``unparsed`` when its document did not parse). Only the operator's own
+callers claim a name: an admin, or a runtime token called directly (the agents' runtimes,
+whose few documents are what the page is for). A client token, which any dashboard or
+tool may hold, even one without a grant, is counted under a name only once such a caller
+claimed it, else ``other``: no client can take the slots. Its code is the code its
 answer carries (:func:`resolvers.errors.code_of`): NOT_FOUND, FORBIDDEN, ..., not the
 step that failed.
 """
@@ -58,11 +62,13 @@ class Metrics:
         self.registry.register(_State(database, embedder))
         self.operations: set[str] = set()
 
-    def label(self, name: str) -> str:
-        """``name``, or ``other`` once :data:`MAX_OPERATIONS` names are counted."""
+    def label(self, name: str, *, claim: bool) -> str:
+        """``name`` once counted apart; else, when the caller may ``claim`` a name and
+        fewer than :data:`MAX_OPERATIONS` are counted, ``name`` from now on; else
+        ``other``."""
         if name in self.operations:
             return name
-        if len(self.operations) >= MAX_OPERATIONS:
+        if not claim or len(self.operations) >= MAX_OPERATIONS:
             return "other"
         self.operations.add(name)
         return name
@@ -133,14 +139,24 @@ class _Operations(SchemaExtension):
             code = _outcome(context)
             label = name
             if context.graphql_document is not None:
-                authenticated = getattr(context.context, "identity", None) is not None
+                caller = getattr(context.context, "identity", None)
                 valid = self.validated and code != "GRAPHQL_VALIDATION_FAILED"
-                label = self.metrics.label(name) if authenticated and valid else "other"
+                label = (
+                    self.metrics.label(name, claim=_claims(caller))
+                    if caller is not None and valid
+                    else "other"
+                )
             self.metrics.requests.labels(label, code).inc()
             self.metrics.latency.labels(label).observe(time.perf_counter() - started)
             info = logs.current.get()
             if info is not None:
                 info.operation, info.code = name, code
+
+
+def _claims(caller: Any) -> bool:
+    """Whether the caller may give an operation name a slot of its own: an admin, or a
+    runtime token called directly (not through a tool's chain)."""
+    return bool(caller.admin) or (caller.runtime is not None and not caller.via_tool)
 
 
 def _name(context: Any) -> str:

@@ -8,6 +8,11 @@ database method of :class:`SerialSession` holds a lock for the call's own durati
 never across the caller's other awaits, so nothing waits on a task that waits on it.
 The lock is re-entrant per task, because some methods call others (``scalars`` calls
 ``execute``).
+
+A call runs to its end even when the task that made it is cancelled: GraphQL cancels
+the sibling fields of one that fails where null is not allowed, and a statement cut
+short would leave the connection invalid, so that every later field of the operation,
+and its end, would fail (docs/security.md, "Errors at the HTTP boundary").
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ T = TypeVar("T")
 
 
 class _TaskLock:
-    """An asyncio lock the task holding it may take again."""
+    """An asyncio lock the task holding it may take again, whose calls run to their end
+    even when the task that made one is cancelled."""
 
     def __init__(self) -> None:
         self._lock = asyncio.Lock()
@@ -39,12 +45,35 @@ class _TaskLock:
                 return await call()
             finally:
                 self._depth -= 1
-        async with self._lock:
-            self._owner, self._depth = task, 1
-            try:
-                return await call()
-            finally:
-                self._owner, self._depth = None, 0
+        abandoned = False
+
+        async def locked() -> Any:
+            async with self._lock:
+                if abandoned:  # its caller was cancelled before the call began
+                    raise asyncio.CancelledError
+                self._owner, self._depth = asyncio.current_task(), 1
+                try:
+                    return await call()
+                finally:
+                    self._owner, self._depth = None, 0
+
+        inner = asyncio.ensure_future(locked())
+        try:
+            return await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            # A cancelled caller (a sibling field's error made GraphQL cancel this one,
+            # or the request's deadline) does not cut a statement short: cut, it would
+            # leave the connection, and so every later field of the operation, unusable.
+            # The call ends on its own (each statement is bounded by the statement
+            # timeout), and the session's next call waits for it.
+            abandoned = True
+            inner.add_done_callback(_retrieved)
+            raise
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # seen: an abandoned call's error is nobody's to raise
 
 
 # The methods that talk to the database (each awaits the connection).

@@ -54,7 +54,15 @@ class Settings(BaseSettings):
     embedding_backend: Literal["onnx", "torch"] = Field(
         default="onnx",
         description="Where the model's forward pass runs: ONNX Runtime (the model exported "
-        "once to `embedding_cache_dir`) or PyTorch. Both give the same vectors.",
+        "once to `embedding_cache_dir`) or PyTorch. Both give the same vectors (PyTorch "
+        "embeds queries at float32).",
+    )
+    embedding_query_precision: Literal["int8", "float32"] = Field(
+        default="int8",
+        description="The weights of the graph a memory search's query is embedded with: int8 "
+        "(quantized once from the model's own, kept in `embedding_cache_dir`; half the CPU, "
+        "the vector within a cosine of 0.95 of float32's) or float32 (the "
+        "model's own). Stored texts and history queries are always embedded at float32.",
     )
     embedding_cache_dir: Path | None = Field(
         default=None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import math
 import threading
 import time
@@ -284,6 +285,12 @@ def test_token_offsets_are_the_models_word_pieces_untruncated(embedder: Embedder
     tokenizer = embedder._model.tokenizer
     own = tokenizer(mixed, add_special_tokens=False, return_offsets_mapping=True)
     assert spans == [tuple(span) for span in own["offset_mapping"]]
+    # and what a pass reads is the ids the model's tokenizer gives, truncated as it does
+    texts = [short, text, mixed, "", "Zürich café, 3 p.m."]
+    limit = embedder._model.max_seq_length
+    assert embedder.input_ids(texts) == [
+        list(ids) for ids in tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
+    ]
 
 
 def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> None:
@@ -305,6 +312,66 @@ def test_the_onnx_runtime_gives_the_models_own_vectors(embedder: Embedder) -> No
         reference.close()
 
 
+def _locomo_texts(every: int) -> list[str]:
+    """Every ``every``-th question and dialog turn of the LoCoMo conversations (the dev
+    data, ``shared/data/locomo`` beside the checkout or a folder holding it)."""
+    root = Path(__file__).resolve().parents[1]
+    found = [f / "shared/data/locomo" for f in root.parents if (f / "shared/data/locomo").is_dir()]
+    if not found:
+        pytest.skip(f"no shared/data/locomo beside {root}")
+    texts: list[str] = []
+    for path in sorted(found[0].glob("*.json")):
+        conv = json.loads(path.read_text())
+        texts += [q["question"] for q in conv["qa"]]
+        n = 1
+        while f"session_{n}" in conv:
+            texts += [f"{t['speaker']}: {t['text']}" for t in conv[f"session_{n}"]]
+            n += 1
+    return texts[::every]
+
+
+def test_a_querys_int8_vector_stays_near_the_models_own(embedder: Embedder) -> None:
+    """A search's query runs on the int8 graph (the default): its vector of each text
+    is within a cosine of 0.95 of the model's own, 0.985 on average, over LoCoMo's
+    questions and turns (measured: 0.993 on average, 0.970 at worst; with one scale
+    per weight tensor 0.955 and 0.76)."""
+    assert (embedder.query_precision, embedder.runtime) == ("int8", "onnx")
+    texts = _locomo_texts(every=12)
+    assert len(texts) > 300
+    cosines = [
+        _cosine(a, b)
+        for (a, _), (b, _) in zip(
+            embedder.encode_now(texts, query=True), embedder.encode_now(texts), strict=True
+        )
+    ]
+    assert min(cosines) >= 0.95, min(cosines)
+    assert sum(cosines) / len(cosines) >= 0.985
+    assert max(cosines) < 0.99999  # not the same graph
+
+
+async def test_each_query_goes_first_and_alone_whatever_is_queued() -> None:
+    """int8 activations share one scale per pass: a query beside other texts would move
+    with them. Queries queued with bulk texts and with each other each run in a pass of
+    their own, before the bulk texts, and get the vector they get alone."""
+    model = _Recording(batch_size=8)
+    model.load()
+    try:
+        queries = [f"where did the parcel {i} go?" for i in range(4)]
+        bulk = [f"kept message {i} about the parcel and the depot" for i in range(8)]
+        got = await _queued_at_once(
+            model, model.embed(bulk, bulk=True), *(model.embed_query(q) for q in queries)
+        )
+        assert model.batches[:4] == [[q] for q in queries]
+        assert sorted(t for b in model.batches[4:] for t in b) == sorted(bulk)
+        alone = model.encode_now(queries, query=True)
+        assert [v for v, _ in got[1:]] == [v for v, _ in alone]
+        # a stored text's vector is the model's own: not the query graph's
+        stored = model.encode_now(bulk)
+        assert all(_cosine(v, w) > 0.9999 for v, (w, _) in zip(got[0].vectors, stored, strict=True))
+    finally:
+        model.close()
+
+
 def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
     """One export per model: an earlier one (another PyTorch, the older naming) is
     replaced, and the export is loaded again rather than redone."""
@@ -313,13 +380,17 @@ def test_the_exported_graph_is_kept_and_reused(tmp_path: Path) -> None:
     (tmp_path / "model-fedcba9876543210.onnx").write_bytes(b"the older naming")
     first = Embedder(cache_dir=tmp_path)
     first.load()
-    (graph,) = tmp_path.glob("*.onnx")
-    written = graph.stat().st_mtime_ns
+    # the graph and its int8 copy (for queries), made from it at first load
+    graph, small = sorted(tmp_path.glob("*.onnx"), key=lambda p: len(p.name))
+    assert small.name.startswith(f"{graph.stem}.int8-")
+    written = graph.stat().st_mtime_ns, small.stat().st_mtime_ns
     second = Embedder(cache_dir=tmp_path)
     second.load()
     try:
-        assert [p.name for p in tmp_path.iterdir()] == [graph.name]  # no partial file left
-        assert graph.stat().st_mtime_ns == written  # loaded, not exported again
+        # no partial file left
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([graph.name, small.name])
+        # loaded, not exported or quantized again
+        assert (graph.stat().st_mtime_ns, small.stat().st_mtime_ns) == written
         assert second.encode_now(["same"])[0][0] == first.encode_now(["same"])[0][0]
     finally:
         first.close()

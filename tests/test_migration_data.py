@@ -154,3 +154,27 @@ async def test_going_below_0004_refuses_naming_the_deletions_and_the_rows(
     assert _revision(fresh_url) == head
     assert main(["migrate", "base", "--down", "--force"]) == 0
     assert _count(fresh_url, "SELECT count(*) FROM alembic_version") == 0
+
+
+async def test_a_forced_downgrade_below_0004_leaves_deleted_records_reading_deleted(
+    api_on: Api, fresh_url: URL, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """Down to 0001 and up again, forced: who deleted a record through the API, and when,
+    are lost, as the refusal said; the record stays DELETED, and so does every reader of
+    its version in force (its deletion is then an unknown caller's)."""
+    ids = await _life(api_on, review=False)
+    await api_on.database.dispose()
+    monkeypatch.setenv("DATABASE_URL", fresh_url.render_as_string(hide_password=False))
+    assert main(["migrate", "0001", "--down"]) == 1
+    line = capsys.readouterr().err
+    assert "1 API deletions: who deleted which record and when (the records stay DELETED;" in line
+    assert "upgrading again gives each a deletion by an unknown caller" in line
+    assert main(["migrate", "0001", "--down", "--force"]) == 0
+    assert main(["migrate"]) == 0
+    await api_on.database.connect()
+    seen = await _seen(api_on, ids)
+    deleted = seen["deleted"]
+    assert deleted["status"] == deleted["current"]["status"] == "DELETED"
+    deletion = deleted["versions"][-1]["writtenBy"]["apiDeletion"]
+    assert deletion["principal"] is None and deletion["caller"].startswith("unknown")
+    assert seen["kept"]["current"]["status"] == "ACTIVE"

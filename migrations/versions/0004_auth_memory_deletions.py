@@ -1,7 +1,8 @@
 """memory deletions through the API (R71)
 
-Downgrade drops who deleted which record and when (the records stay DELETED): refused
-unless forced (server/migrate.py, docs/operations.md "Downgrades").
+Downgrade drops who deleted which record and when (the records stay DELETED; upgrading
+again through 0007 gives each a deletion by an unknown caller, dated by that upgrade):
+refused unless forced (server/migrate.py, docs/operations.md "Downgrades").
 
 Revision ID: 0004
 Revises: 0001
@@ -58,9 +59,9 @@ def downgrade() -> None:
     note_losses(
         "0004",
         {
-            "API deletions: who deleted which record and when (the records stay DELETED)": (
-                "SELECT count(*) FROM memory_deletions"
-            )
+            "API deletions: who deleted which record and when (the records stay DELETED;"
+            " upgrading again gives each a deletion by an unknown caller, dated by the"
+            " upgrade)": "SELECT count(*) FROM memory_deletions"
         },
     )
     op.drop_index(op.f("ix_memory_deletions_principal_id"), table_name="memory_deletions")

@@ -12,10 +12,16 @@ three columns become nullable, and a version has one provenance or the other
 Upgrade gives every API deletion that has no version yet (one made before this
 migration, or carried through a downgrade) its version: the text of the version in
 force before it, status DELETED, numbered after it, at the deletion's time, with
-the deletion's id. Downgrade removes the API deletions' versions (the record keeps
-its DELETED status, its version in force going back to the one before, as before
-this migration), and keeps each version's id as its deletion's, so that upgrading
-again brings back the same versions: nothing is lost either way.
+the deletion's id. A record DELETED with no DELETED version and no deletion (its
+deletion dropped by a forced downgrade below 0004, which says so) first gets a
+deletion by an unknown caller, dated now: who deleted it, and when, are lost, but
+every reader of its version in force says DELETED, as its status does.
+
+Downgrade removes the API deletions' versions (the record keeps its DELETED status,
+its version in force going back to the one before, as before this migration), and
+keeps each version's id as its deletion's, so that upgrading again brings back the
+same versions: nothing is lost either way (a deletion made through the API since
+has its version's id already: server/services/memory_api.py).
 
 Revision ID: 0007
 Revises: 0006
@@ -31,6 +37,8 @@ down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# the caller of a deletion whose own was dropped by a forced downgrade below 0004
+LOST = "unknown: its deletion was dropped by a downgrade below 0004"
 _PROVENANCE = (
     "deletion_id IS NOT NULL OR "
     "(execution_id IS NOT NULL AND agent_version_id IS NOT NULL AND turn_id IS NOT NULL)"
@@ -50,6 +58,16 @@ def upgrade() -> None:
     for column in ("execution_id", "agent_version_id", "turn_id"):
         op.alter_column("memory_versions", column, existing_type=sa.Uuid(), nullable=True)
     op.create_check_constraint("version_provenance", "memory_versions", _PROVENANCE)
+    op.execute(
+        sa.text(
+            "INSERT INTO memory_deletions (id, agent_id, record_id, principal_id, caller)"
+            " SELECT gen_random_uuid(), r.agent_id, r.id, NULL, :caller"
+            " FROM memory_records r JOIN memory_versions p"
+            " ON p.id = r.current_version_id AND p.agent_id = r.agent_id"
+            " WHERE r.status = 'DELETED' AND p.status <> 'DELETED'"
+            " AND NOT EXISTS (SELECT 1 FROM memory_deletions d WHERE d.record_id = r.id)"
+        ).bindparams(caller=LOST)
+    )
     op.execute(
         "INSERT INTO memory_versions (id, record_id, agent_id, number, status, summary,"
         " content, kind, labels, embedding, deletion_id, created_at)"

@@ -9,8 +9,11 @@
 - ``executions.recall_digest``: the SHA-256 of the sorted ids of the record versions
   a recorded recall returned, indexed with the calling execution, so that the
   repeat check of R42 is one index probe however many recalls the conversation
-  made. Recalls of turns still open are given theirs; a closed turn takes no more
-  recalls.
+  made. Every recorded recall is given its own (a downgrade drops them).
+
+The downgrade drops both: derived, they are made again on the way up. The counter
+starts from the clock (microseconds since 1970), not from 0, so that it never
+repeats a number a server kept a caller under before the round trip.
 
 Revision ID: 0010
 Revises: 0009
@@ -26,8 +29,8 @@ down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The digest of each recorded recall of a turn still open: SHA-256 of its versions' ids,
-# sorted, as server.services.recall.version_set_digest computes it.
+# The digest of each recorded recall: SHA-256 of its versions' ids, sorted, as
+# server.services.recall.version_set_digest computes it.
 BACKFILL = """
 UPDATE executions e SET recall_digest = d.digest
 FROM (
@@ -36,8 +39,7 @@ FROM (
                              ORDER BY u.memory_version_id)) AS digest
     FROM output_uses u
     JOIN executions x ON x.id = u.execution_id AND x.agent_id = u.agent_id
-    JOIN turns t ON t.id = x.turn_id AND t.agent_id = x.agent_id
-    WHERE t.status = 'open' AND x.name = 'search_memory' AND x.status = 'succeeded'
+    WHERE x.name = 'search_memory' AND x.status = 'succeeded'
       AND x.input @> '{"recall": true}' AND u.memory_version_id IS NOT NULL
     GROUP BY u.agent_id, u.execution_id
 ) d
@@ -53,7 +55,10 @@ def upgrade() -> None:
         sa.CheckConstraint("id = 1", name="grants_version_one_row"),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.execute("INSERT INTO grants_version (id, version) VALUES (1, 0)")
+    op.execute(
+        "INSERT INTO grants_version (id, version)"
+        " VALUES (1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)"
+    )
 
     op.add_column("executions", sa.Column("recall_digest", sa.LargeBinary(), nullable=True))
     op.create_index(

@@ -37,9 +37,11 @@ _use = later(_USES, "OutputUseType")
 # What of memory a reader sees (R12, R70, R71), said once for the fields that show it.
 _MEMORY_TOOL_IO = (
     "A memory tool's input and output are memory: null without SELECT on "
-    "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document. In a "
-    'rolled-back or failed turn, {"redacted": "discarded: the turn rolled back"} (or "... '
-    'failed") for every reader but the agent itself.'
+    "<namespace>.AgentMemory.indexes.* and <namespace>.AgentMemory.document. In an open "
+    'turn, {"redacted": "staged: the turn has not committed"} for every reader until it '
+    "commits (but in the answers of that turn's own mutations). In a rolled-back or failed "
+    'turn, {"redacted": "discarded: the turn rolled back"} (or "... failed") for every '
+    "reader but the agent itself."
 )
 
 
@@ -258,9 +260,11 @@ class TranscriptEventType(Node):
         "pinned versions, usage). A memory tool's event (and MEMORY_PINNED, RETRIEVAL) is "
         "memory: without SELECT on <namespace>.AgentMemory.indexes.* and "
         '<namespace>.AgentMemory.document it is {"redacted": ...}, and so are the '
-        "arguments of the memory calls an agent reply names. In a rolled-back or failed "
-        'turn it is {"redacted": "discarded: the turn rolled back"} (or "... failed") for '
-        "every reader but the agent itself."
+        "arguments of the memory calls an agent reply names. In an open turn it is "
+        '{"redacted": "staged: the turn has not committed"} for every reader until it '
+        "commits (but in the answers of that turn's own mutations). In a rolled-back or "
+        'failed turn it is {"redacted": "discarded: the turn rolled back"} (or "... '
+        'failed") for every reader but the agent itself.'
     )
     created_at: datetime = column(description="When it was recorded.")
 

@@ -176,7 +176,7 @@ async def ranked_by(
     vector, tokens = (
         (None, None)
         if search.mode == "lexical"
-        else await (embedding if embedding is not None else embedder.embed_one(query))
+        else await (embedding if embedding is not None else embedder.embed_query(query))
     )
     items = await ranked(
         db, reader, MemoryQuery(query, vector, search.mode, search.min_score, limit, filters)

@@ -104,7 +104,7 @@ async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: s
         vector, tokens = (
             (None, None)
             if search.mode == "lexical"
-            else await (embedding if embedding is not None else embedder.embed_one(text))
+            else await (embedding if embedding is not None else embedder.embed_query(text))
         )
         found = await recorded.run(
             db,

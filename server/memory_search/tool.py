@@ -137,7 +137,7 @@ async def embedding_started(
     if not text or not text.strip():
         yield None
         return
-    task = asyncio.ensure_future(embedder.embed_one(text))
+    task = asyncio.ensure_future(embedder.embed_query(text))
     try:
         yield task
     finally:
@@ -200,7 +200,7 @@ async def search_memory(
             vector, tokens = (
                 (None, None)
                 if search.mode == "lexical"
-                else await (embedding if embedding is not None else embedder.embed_one(asked.text))
+                else await (embedding if embedding is not None else embedder.embed_query(asked.text))
             )
             found = await recorded.run(
                 db,

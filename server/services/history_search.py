@@ -186,6 +186,8 @@ async def _search(
     if ids is not None:
         return await _read_whole(db, reader, ids, the_limit)
     assert query is not None
+    # the model's own vector, not the int8 query graph's: the history ranking's nested
+    # CV fell 0.0075 with it (docs/scaling.md, "The query embedding")
     vector, tokens = await embedder.embed_one(query)
     await record_embed(db, scope, execution, embedder, tokens)
     found = await ranked_parts(db, reader=reader, query=query, vector=vector, limit=the_limit)

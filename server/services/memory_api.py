@@ -53,6 +53,9 @@ async def delete_record(
     )
     assert current is not None
     version = MemoryVersion(
+        # one id for the deletion and its version, as migration 0007 gives it to the
+        # deletions it carries: a round trip below 0007 gives both back the same
+        id=deletion.id,
         record_id=record.id,
         agent_id=record.agent_id,
         number=await next_version_number(db, record.id, agent_id=record.agent_id),

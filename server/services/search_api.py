@@ -75,7 +75,7 @@ async def search_agent_memory(
     if agent is None:
         raise NotFoundError(f"no agent with id {agent_id}", field="agentId")
     search = await _search_config(db, agent)
-    vector = None if search.mode == "lexical" else (await embedder.embed_one(query))[0]
+    vector = None if search.mode == "lexical" else (await embedder.embed_query(query))[0]
     asked = MemoryQuery(
         query,
         vector,

@@ -6,6 +6,8 @@ and a base call of each operation that names the caller's own objects."""
 from __future__ import annotations
 
 import copy
+import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -141,17 +143,26 @@ _CALLERS_OF = {
 }
 
 
+ABSENT = "as an unknown id"  # NOT_FOUND, as the same call with an unknown id answers
+# another agent's object, and what another open turn staged: for the agent acting, they
+# do not exist (R10, R12)
+_NOT_THERE = {OTHER_AGENT, OTHER_NAMESPACE, STAGED}
+
+
 def expected(need: Need | None, kind: Kind, caller: str, distance: str) -> str | None:
-    """The code a call gets when the id at a place of ``need`` names an object of
-    ``kind`` at ``distance``; None: not refused (not a case)."""
+    """What a call answers when the id at a place of ``need`` names an object of ``kind``
+    at ``distance``: ABSENT, when the caller may not read it (docs/security.md,
+    "Refusals look like absence"); NOT_FOUND saying where, for the agent's own object
+    out of its turn's reach; None: not refused (not a case)."""
     if need is Need.AGENT_ITSELF:
-        return "FORBIDDEN" if distance in FOREIGN[caller] else None
+        return ABSENT if distance in FOREIGN[caller] else None
     if need is Need.IN_REACH:
-        reach = {OTHER_AGENT, OTHER_NAMESPACE} | OUT_OF_REACH.get(kind, set())
-        return "NOT_FOUND" if distance in reach else None
-    if distance in FOREIGN[caller]:
-        return "FORBIDDEN"
-    return "NOT_FOUND" if distance == STAGED else None
+        if distance in _NOT_THERE:
+            return ABSENT
+        return "NOT_FOUND" if distance in OUT_OF_REACH.get(kind, set()) else None
+    if distance in FOREIGN[caller] or distance == STAGED:
+        return ABSENT
+    return None
 
 
 # --- base calls: each operation with the caller's own objects -------------------------------
@@ -332,3 +343,30 @@ def kind_of(world: World, id_: str) -> Kind:
         a.review_invocation: Kind.INVOCATION,
     }
     return special[id_]
+
+
+# --- what an answer tells -------------------------------------------------------------------
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def ids_in(value: Any) -> set[str]:
+    """The ids (UUIDs, lowercased) anywhere in ``value``."""
+    return {i.lower() for i in _UUID.findall(json.dumps(value))}
+
+
+def unsent_ids(result: Any, variables: dict[str, Any]) -> list[str]:
+    """The ids an answer's errors name that the caller did not send (docs/security.md:
+    an error names only what the caller gave)."""
+    named = ids_in([(e.message, e.extensions or {}) for e in result.errors or []])
+    return sorted(named - ids_in(variables))
+
+
+def answer(result: Any, id_: str) -> tuple[Any, ...]:
+    """What a caller learns from an answer to a call naming ``id_``: each error's code,
+    message and details, and the data, with ``id_`` itself written as ``<id>``."""
+    errors = tuple(
+        (tuple(e.path or ()), e.message.replace(id_, "<id>"), json.dumps(e.extensions or {}))
+        for e in result.errors or []
+    )
+    return errors, json.dumps(result.data).replace(id_, "<id>")

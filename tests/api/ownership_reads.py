@@ -54,7 +54,7 @@ READ_NEEDS: dict[str, tuple[Kind, set[str]]] = {
     "HistoryPart": (Kind.HISTORY_PART, _SESSION),
     "MemoryRecord": (Kind.MEMORY_RECORD, _MEMORY),
     "MemoryVersion": (Kind.MEMORY_VERSION, _MEMORY),
-    "MemoryReview": (Kind.MEMORY_REVIEW, _MEMORY),
+    "MemoryReview": (Kind.MEMORY_REVIEW, _SESSION | _MEMORY),
     "OutputUse": (Kind.OUTPUT_USE, _SESSION | _MEMORY),
     "OutputUse of history": (Kind.OUTPUT_USE, _SESSION),
 }
@@ -71,13 +71,15 @@ LOOKUPS = {
 
 
 def read_expected(reader: str, needs: set[str], distance: str) -> str:
-    """OK, FORBIDDEN or NOT_FOUND: what reading an object at ``distance`` answers."""
+    """OK, or NOT_FOUND as for an unknown id: what reading an object at ``distance``
+    answers. An object the reader may not read is answered as one that does not exist
+    (docs/security.md, "Refusals look like absence")."""
     if distance == STAGED:
         return "NOT_FOUND"  # R12: no reader sees what an open turn staged
     if reader in RUNTIMES:
-        return "FORBIDDEN" if distance in FOREIGN[reader] else "OK"
+        return "NOT_FOUND" if distance in FOREIGN[reader] else "OK"
     if distance == OTHER_NAMESPACE or not needs <= _GRANTED[reader]:
-        return "FORBIDDEN"
+        return "NOT_FOUND"
     return "OK"
 
 

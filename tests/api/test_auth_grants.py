@@ -91,10 +91,11 @@ async def test_r71_a_namespace_grant_does_not_reach_another_namespace(
     token = await bearer(api, kind="client", grants=(("SELECT", f"{world.ns}.*"),))
     mine = await run_as(api, token, RECORD, id=world.records[0])
     assert mine.errors is None and mine.data["agentMemory"]["id"] == world.records[0]
+    # another namespace's record and agent: answered as ids that name nothing
     theirs = await run_as(api, token, RECORD, id=world.other_record)
-    assert codes(theirs) == ["FORBIDDEN"] and "SENTINEL-B" not in str(theirs.data)
+    assert codes(theirs) == ["NOT_FOUND"] and "SENTINEL-B" not in str(theirs.data)
     listing = await run_as(api, token, RECORDS, a=world.other_agent)
-    assert codes(listing) == ["FORBIDDEN"] and "SENTINEL-B" not in str(listing.data)
+    assert codes(listing) == ["NOT_FOUND"] and "SENTINEL-B" not in str(listing.data)
 
 
 async def test_r71_deleting_needs_select_and_update_and_keeps_the_history(
@@ -115,7 +116,8 @@ async def test_r71_deleting_needs_select_and_update_and_keeps_the_history(
             ("UPDATE", f"{world.ns}.AgentMemory.document"),
         ),
     )
-    assert codes(await run_as(api, update_only, DELETE_API, id=target)) == ["FORBIDDEN"]
+    # without SELECT the record is not the caller's to know of: as an unknown id
+    assert codes(await run_as(api, update_only, DELETE_API, id=target)) == ["NOT_FOUND"]
     deleter = await bearer(
         api, kind="client", grants=(*_read(world.ns), ("UPDATE", f"{world.ns}.AgentMemory.*"))
     )
@@ -139,13 +141,13 @@ async def test_r71_deleting_needs_select_and_update_and_keeps_the_history(
 
 async def test_r70_the_runtime_token_is_the_agent_itself(api: Api, world: World) -> None:
     """Its own agent's memory needs no grant; another agent's is refused, for reads and
-    for runtime operations alike."""
+    for runtime operations alike, as objects that do not exist."""
     token = await bearer(api, kind="runtime", agent_id=world.agent)
     mine = await run_as(api, token, RECORDS, a=world.agent)
     assert mine.errors is None
     assert len(mine.data["agent"]["memoryRecords"]["edges"]) == len(world.records)
     theirs = await run_as(api, token, RECORD, id=world.other_record)
-    assert codes(theirs) == ["FORBIDDEN"]
+    assert codes(theirs) == ["NOT_FOUND"]  # as an unknown id: another agent's is no one's
     begun = await run_as(api, token, BEGIN, session=world.session)
     assert begun.errors is None
     turn = begun.data["beginTurn"]["turn"]["id"]
@@ -154,10 +156,10 @@ async def test_r70_the_runtime_token_is_the_agent_itself(api: Api, world: World)
     assert codes(await run_as(api, token, COMMIT, turn=turn)) == []
     other = await bearer(api, kind="runtime", agent_id=world.other_agent)
     refused = await run_as(api, other, BEGIN, session=world.session)
-    assert codes(refused) == ["FORBIDDEN"]
+    assert codes(refused) == ["NOT_FOUND"]  # another agent's session: as an unknown one
     by_namespace = await bearer(api, kind="runtime", namespace=world.ns)
     assert (await run_as(api, by_namespace, RECORDS, a=world.agent)).errors is None
-    assert codes(await run_as(api, by_namespace, RECORDS, a=world.other_agent)) == ["FORBIDDEN"]
+    assert codes(await run_as(api, by_namespace, RECORDS, a=world.other_agent)) == ["NOT_FOUND"]
 
 
 @pytest.mark.parametrize("kind", ["admin", "client"])
@@ -194,7 +196,7 @@ async def test_r23_r70_a_tool_calling_with_the_runtime_token_is_not_the_agent(
     read = await run_as(
         api, runtime, RECORD, execution=execution, tool="export", id=world.records[0]
     )
-    assert codes(read) == ["FORBIDDEN"] and "SENTINEL" not in str(read.data)
+    assert codes(read) == ["NOT_FOUND"] and "SENTINEL" not in str(read.data)
     await run_as(api, runtime, COMMIT, turn=turn)
 
 
@@ -236,12 +238,15 @@ async def test_r70_the_chain_is_the_intersection_of_client_execution_and_tool(
     with_tool = await run_as(
         api, client, RECORD, execution=execution, tool=tool, id=world.records[0]
     )
-    assert codes(with_tool) == ["FORBIDDEN"]
-    assert f"tool:{tool} does not grant SELECT {world.ns}.AgentMemory.indexes.*" in str(
-        with_tool.errors[0].message
-    )
+    # the tool link does not grant reading the record: answered as an unknown id
+    assert codes(with_tool) == ["NOT_FOUND"]
+    assert with_tool.errors[0].message == f"no memory record with id {world.records[0]}"
+    listing = await run_as(api, client, RECORDS, execution=execution, tool=tool, a=world.agent)
+    assert codes(listing) == ["NOT_FOUND"]  # nor the agent: the chain grants no SELECT on it
     deleting = await run_as(api, client, DELETE_API, execution=execution, id=world.records[1])
-    assert codes(deleting) == ["FORBIDDEN"]  # the agent's policies grant no UPDATE
+    # the record is readable in the execution, so the refusal names the link that denies
+    assert codes(deleting) == ["FORBIDDEN"]
+    assert f"does not grant UPDATE {world.ns}.AgentMemory" in deleting.errors[0].message
 
 
 async def test_admins_manage_agents_but_read_memory_only_with_grants(
@@ -302,7 +307,7 @@ async def test_a_payload_shows_what_its_mutation_wrote_as_the_bare_row_did(
     agent = created.data["createAgent"]["agent"]
     assert agent["namespace"] == ns
     again = await run_as(api, token, "query($a: ID!) { agent(id: $a) { id } }", a=agent["id"])
-    assert again.data == {"agent": None} and codes(again) == ["FORBIDDEN"]
+    assert again.data == {"agent": None} and codes(again) == ["NOT_FOUND"]
 
 
 async def test_session_reads_without_memory_grant_redact_the_memory_tools(
@@ -324,7 +329,7 @@ async def test_session_reads_without_memory_grant_redact_the_memory_tools(
     full = await run_as(api, granted, TURN_VIEW, t=world.turn)
     assert "SENTINEL-A fact 0" in str(full.data)
     sessions = await run_as(api, token, SESSIONS, a=world.agent)
-    assert codes(sessions) == ["FORBIDDEN"]  # reading the agent needs <ns>.Agent
+    assert codes(sessions) == ["NOT_FOUND"]  # reading the agent needs <ns>.Agent
 
 
 async def test_unauthenticated_operations_run_nothing(api: Api, world: World) -> None:

@@ -120,14 +120,16 @@ async def test_search_records_nothing(api: Api, memory: Memory) -> None:
 
 
 async def test_r71_search_needs_the_memory_read_grants(api: Api, memory: Memory) -> None:
-    """Without both read grants: FORBIDDEN, null, and no memory is read."""
+    """Without both read grants: refused, null, and no memory is read; FORBIDDEN for a
+    caller that reads the agent, else as an agent that does not exist (NOT_FOUND)."""
     ns = memory.ns
     read = (("SELECT", f"{ns}.AgentMemory.indexes.*"), ("SELECT", f"{ns}.AgentMemory.document"))
-    for grants in ((), ((("SELECT", f"{ns}.Agent"),)), read[:1], read[1:]):
+    agent = (("SELECT", f"{ns}.Agent"),)
+    for grants in ((), agent, read[:1], read[1:], agent + read[:1]):
         token = await bearer(api, kind="client", grants=grants)
         with statements(api.database) as sent:
             result = await run_as(api, token, SEARCH, agent=memory.agent, q="invoices")
-        assert codes(result) == ["FORBIDDEN"]
+        assert codes(result) == ["FORBIDDEN" if agent[0] in grants else "NOT_FOUND"]
         assert result.data == {"searchAgentMemory": None}
         assert not [s for s in sent if "memory_versions" in s]
     token = await bearer(api, kind="client", grants=read)
@@ -135,7 +137,7 @@ async def test_r71_search_needs_the_memory_read_grants(api: Api, memory: Memory)
     assert allowed.errors is None
     assert allowed.data["searchAgentMemory"][0]["record"]["id"] == memory.invoices
     elsewhere = await run_as(api, token, SEARCH, agent=memory.other_agent, q="invoices")
-    assert codes(elsewhere) == ["FORBIDDEN"]
+    assert codes(elsewhere) == ["NOT_FOUND"]  # another namespace's agent: as none
 
 
 async def test_r70_the_agent_itself_searches_its_memory(api: Api, memory: Memory) -> None:

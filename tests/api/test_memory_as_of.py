@@ -214,7 +214,8 @@ async def test_grants_memory_for_the_listing_and_the_session_for_a_turn(
     api: Api, history: History
 ) -> None:
     """R71: without the memory read grants, FORBIDDEN as the listing is; naming a turn
-    needs SELECT on the sessions too (R70: the agent itself needs none)."""
+    needs SELECT on the sessions too, else the turn is as one of no agent (NOT_FOUND; R70:
+    the agent itself needs none)."""
     ns, agent = history.ns, history.s.agent_id
     agents = ("SELECT", f"{ns}.Agent")
     memory = (
@@ -228,7 +229,8 @@ async def test_grants_memory_for_the_listing_and_the_session_for_a_turn(
     allowed = await run_as(api, reader, AS_OF, id=agent, asOf=at_time)
     assert allowed.errors is None and allowed.data["agent"]["memoryRecords"]["totalCount"] == 2
     refused = await run_as(api, reader, AS_OF, id=agent, asOf=at_turn)
-    assert codes(refused) == ["FORBIDDEN"] and "Session" in refused.errors[0].message
+    assert codes(refused) == ["NOT_FOUND"]
+    assert refused.errors[0].message == f"no turn {at_turn['turnId']} of this agent"
     both = await bearer(api, kind="client", grants=(*memory, ("SELECT", f"{ns}.Session")))
     assert (await run_as(api, both, AS_OF, id=agent, asOf=at_turn)).errors is None
     sessions = await bearer(api, kind="client", grants=(agents, ("SELECT", f"{ns}.Session")))

@@ -235,3 +235,72 @@ async def test_a_committed_turns_memory_text_stays_readable(
     assert view.errors is None, view.errors
     add = next(e for e in view.data["turn"]["executions"] if e["name"] == "add_memory")
     assert add["input"]["summary"] == f"{SECRET} the customer lives in Lisbon"
+
+
+STAGED = "staged: the turn has not committed"
+RECORD = "query($id: ID!) { agentMemory(id: $id) { id current { summary } } }"
+ADD_SEEN = """
+mutation($turn: ID!, $summary: String!) {
+  addMemory(input: {turnId: $turn, summary: $summary}) {
+    execution { input output turn { transcript { toolName payload } } } } }"""
+
+
+async def test_an_open_turns_staged_memory_is_shown_to_no_reader(api: Api) -> None:
+    """R12, one rule for every path: what an open turn staged is no reader's until it
+    commits. Its records are NOT_FOUND (as an unknown id) to the agent's own runtime and
+    to a client holding every grant, and the memory parts of its trace (the memory tools'
+    input and output, their transcript events, the memory calls' arguments in its
+    replies) are ``{"redacted": "staged: ..."}`` for them: no text, no record id. The
+    turn's own operations see them; at commit every reader with the grants does."""
+    ns = f"stg{uuid.uuid4().hex[:8]}"
+    s = HistoryScenario(api)
+    agent_id = await s.agent(history_config(), namespace=ns)
+    session = await s.session()
+    turn = await s.turn(session)
+    summary = f"{SECRET} the vault code is kestrel"
+    added = await s.add(turn, summary)
+    record = added["memories"][0]["recordId"]
+    await api.ok(SEARCH_OWN, turn=turn, q="vault code")
+    await s.record(
+        turn,
+        agent("Noted.", ("c1", "add_memory", {"summary": summary})),
+        result("c1", execution=added["execution"]["id"]),
+    )
+    grants = (("SELECT", f"{ns}.*"),)
+    readers = {
+        "the agent's runtime": await bearer(api, kind="runtime", agent_id=agent_id),
+        "a client with every grant": await bearer(api, kind="client", grants=grants),
+    }
+    for who, token in readers.items():
+        view = await run_as(api, token, DISCARDED_VIEW, t=turn)
+        assert view.errors is None, (who, view.errors)
+        shown = str(view.data)
+        assert SECRET not in shown and record not in shown, who
+        tools = {e["name"]: e for e in view.data["turn"]["executions"] if e["name"] != "turn"}
+        assert set(tools) == {"add_memory", "search_memory"}, who
+        assert all(
+            e[f] == {"redacted": STAGED} for e in tools.values() for f in ("input", "output")
+        )
+        events = {(e["type"], e["toolName"]): e["payload"] for e in view.data["turn"]["transcript"]}
+        assert events[("TOOL_RESULT", "add_memory")] == {"redacted": STAGED}, who
+        assert events[("AGENT_MESSAGE", None)]["toolCalls"][0]["arguments"] == {"redacted": STAGED}
+        assert view.data["turn"]["memories"] == [], who
+        unknown = str(uuid.uuid4())
+        refused = await run_as(api, token, RECORD, id=record)
+        none = await run_as(api, token, RECORD, id=unknown)
+        assert refused.data == none.data == {"agentMemory": None}, who
+        assert refused.errors[0].message.replace(record, "?") == none.errors[0].message.replace(
+            unknown, "?"
+        ), who
+        assert refused.errors[0].extensions == none.errors[0].extensions == {"code": "NOT_FOUND"}
+    # the turn itself: its own answer shows what it staged, its earlier calls too
+    own = await run_as(api, readers["the agent's runtime"], ADD_SEEN, turn=turn, summary="more")
+    assert own.errors is None, own.errors
+    assert own.data["addMemory"]["execution"]["input"]["summary"] == "more"
+    assert SECRET in str(own.data["addMemory"]["execution"]["turn"]["transcript"])
+    await s.commit(turn)
+    view = await run_as(api, readers["a client with every grant"], DISCARDED_VIEW, t=turn)
+    add = next(e for e in view.data["turn"]["executions"] if e["name"] == "add_memory")
+    assert add["output"]["memories"][0]["summary"] == summary
+    read = await run_as(api, readers["a client with every grant"], RECORD, id=record)
+    assert read.data["agentMemory"]["current"]["summary"] == summary

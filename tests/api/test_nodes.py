@@ -116,7 +116,8 @@ async def test_an_unknown_or_malformed_id_is_null_with_its_error(api: Api, world
 
 async def test_node_reads_under_the_typed_lookups_grants(api: Api, world: World) -> None:
     """A reader of the sessions but not of the memory: the turn's work reads through node
-    as through turn; its memory is FORBIDDEN through node as through agentMemory."""
+    as through turn; its memory is, through node as through agentMemory, as an id that
+    names nothing (NOT_FOUND)."""
     token = await bearer(api, kind="client", grants=(("SELECT", f"{world.ns}.Session"),))
     memory = ("MemoryRecord", "MemoryVersion", "MemoryReview", "OutputUse")
     agents = ("Agent", "AgentVersion")  # <ns>.Agent, not granted
@@ -124,7 +125,7 @@ async def test_node_reads_under_the_typed_lookups_grants(api: Api, world: World)
         result = await run_as(api, token, NODE, id=id_)
         if typename in memory or typename in agents:
             assert result.data == {"node": None}, typename
-            assert codes(result) == ["FORBIDDEN"], typename
+            assert codes(result) == ["NOT_FOUND"], typename
         else:
             assert result.errors is None, (typename, result.errors)
             assert result.data["node"]["id"] == id_
@@ -134,17 +135,17 @@ async def test_node_reads_under_the_typed_lookups_grants(api: Api, world: World)
         "query($id: ID!) { agentMemory(id: $id) { id } }",
         id=world.ids["MemoryRecord"],
     )
-    assert typed.data == {"agentMemory": None} and codes(typed) == ["FORBIDDEN"]
+    assert typed.data == {"agentMemory": None} and codes(typed) == ["NOT_FOUND"]
 
 
-async def test_nodes_nulls_each_forbidden_id_alone(api: Api, world: World) -> None:
+async def test_nodes_nulls_each_refused_id_alone(api: Api, world: World) -> None:
     token = await bearer(api, kind="client", grants=(("SELECT", f"{world.ns}.Session"),))
     ids = [world.ids["Turn"], world.ids["MemoryRecord"], world.ids["Session"], str(uuid.uuid4())]
     result = await run_as(api, token, NODES, ids=ids)
     nodes = result.data["nodes"]
     assert [n and n["id"] for n in nodes] == [ids[0], None, ids[2], None]
     assert sorted((e.path, e.extensions["code"]) for e in result.errors) == [
-        (["nodes", 1], "FORBIDDEN"),
+        (["nodes", 1], "NOT_FOUND"),
         (["nodes", 3], "NOT_FOUND"),
     ]
     assert "Rex" not in str(result.data)
@@ -164,11 +165,12 @@ async def test_a_reader_of_another_namespace_reads_no_node(api: Api, world: Worl
     )
     result = await run_as(api, token, NODES, ids=list(world.ids.values()))
     assert result.data == {"nodes": [None] * len(world.ids)}
-    assert set(codes(result)) == {"FORBIDDEN"} and len(result.errors) == len(world.ids)
+    assert set(codes(result)) == {"NOT_FOUND"} and len(result.errors) == len(world.ids)
 
 
 async def test_a_failing_lookup_nulls_its_own_field_only(api: Api, world: World) -> None:
-    """One NOT_FOUND or FORBIDDEN nulls that field; the rest of the answer stands."""
+    """One NOT_FOUND nulls that field (an unknown id, or one the caller may not read);
+    the rest of the answer stands."""
     query = """query($s: ID!, $t: ID!, $r: ID!) {
       session(id: $s) { id } turn(id: $t) { id } agentMemory(id: $r) { id } }"""
     unknown = str(uuid.uuid4())
@@ -191,5 +193,5 @@ async def test_a_failing_lookup_nulls_its_own_field_only(api: Api, world: World)
         "agentMemory": None,
     }
     assert [(e.path, e.extensions["code"]) for e in result.errors] == [
-        (["agentMemory"], "FORBIDDEN")
+        (["agentMemory"], "NOT_FOUND")
     ]

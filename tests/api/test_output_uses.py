@@ -141,13 +141,14 @@ async def test_without_the_memory_grant_memory_uses_are_forbidden(
 
 
 async def test_without_the_session_grant_no_use_is_read(api: Api, world: dict[str, Any]) -> None:
-    """R70: the memory grant alone reads no execution, so no history event through it."""
+    """R70: the memory grant alone reads no turn (as one that does not exist), so no
+    execution, and no history event through it."""
     ns = world["ns"]
     grants = (("SELECT", f"{ns}.AgentMemory.indexes.*"), ("SELECT", f"{ns}.AgentMemory.document"))
     token = await bearer(api, kind="client", grants=grants)
     read = await run_as(api, token, USES, t=world["turn"])
     assert read.data is None or read.data["turn"] is None
-    assert read.errors and read.errors[0].extensions["code"] == "FORBIDDEN"
+    assert read.errors and read.errors[0].extensions["code"] == "NOT_FOUND"
 
 
 async def test_a_list_of_executions_reads_its_uses_in_bounded_statements(api: Api) -> None:

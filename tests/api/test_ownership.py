@@ -17,6 +17,7 @@ or without an ownership rule (resolvers/id_fields.py) fails this module.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -25,6 +26,7 @@ from typing import Any
 import psycopg
 import pytest
 from graphql import GraphQLField, GraphQLObjectType
+from mcp import types
 from sqlalchemy.engine import URL
 
 from resolvers.id_fields import FIELDS, ROOTS, UnmappedIdField, slots_of
@@ -36,6 +38,7 @@ from server.database import Database
 from server.embedding import Embedder
 from server.settings import Settings
 from tests.api.ownership_cases import (
+    ABSENT,
     CALLERS,
     CASES,
     GRAPHQL,
@@ -46,17 +49,20 @@ from tests.api.ownership_cases import (
     Path,
     Place,
     _places,
+    answer,
     base_variables,
     callers_of_field,
     coerced_arguments,
     context_as,
     document,
     expected,
+    ids_in,
     kind_of,
     replaced,
+    unsent_ids,
     value_at,
 )
-from tests.api.ownership_mcp import MCP_CASES, McpPlace, refused_at, substituted
+from tests.api.ownership_mcp import MCP_CASES, McpPlace, base_call, refused_at, substituted
 from tests.api.ownership_reads import (
     LOOKUPS,
     NODE_CASES,
@@ -154,31 +160,48 @@ async def test_every_id_place_has_a_base_value_the_table_lets_through(world: Wor
 async def test_a_foreign_id_is_refused_and_changes_nothing(
     world: World, baseline: dict[str, dict[str, str]], case: Case
 ) -> None:
-    """The operation with one id replaced by an object at ``case.distance``: refused with
-    the code docs/security.md gives, that field null, and no table changed."""
+    """The operation with one id replaced by an object at ``case.distance``: an object
+    the caller may not read is answered exactly as an unknown id is (the same code, the
+    same message, the same data: NOT_FOUND, or, in a search's list of ids, left out); the
+    agent's own object out of reach is NOT_FOUND saying where. A refused call changes no
+    table, and no error names an id the caller did not send."""
     variables = base_variables(world, case.place.field)
     assert variables is not None
     kind = kind_of(world, str(value_at(variables, case.place.path)))
     rule = FIELDS.get((case.place.owner, case.place.name))
     assert rule is not None, f"{case.place.owner}.{case.place.name} has no ownership rule"
     assert rule[0] in (kind, None), f"the table says {rule[0]}, the field takes {kind}"
-    code = expected(case.need, kind, case.caller, case.distance)
+    want = expected(case.need, kind, case.caller, case.distance)
     foreign = world.at[kind][case.distance]
     changed = replaced(variables, case.place.path, foreign)
-    context = context_as(world, CALLERS[case.caller](world))
-    result = await SCHEMA.execute(
-        document(case.place.root, case.place.field, changed),
-        variable_values=changed,
-        context_value=context,
-    )
+    result = await _run(world, case, changed)
+    assert not unsent_ids(result, changed), [e.message for e in result.errors or []]
+    listed = isinstance(case.place.path[-1], int) and case.place.root == "Mutation"
+    if want == ABSENT:
+        unknown = str(uuid.uuid4())
+        as_unknown = await _run(world, case, replaced(variables, case.place.path, unknown))
+        assert answer(result, foreign) == answer(as_unknown, unknown)
+        if listed:  # a search's ids: left out, as an unknown one is; the search ran
+            assert not result.errors, result.errors
+            baseline["rows"] = await snapshot(world.api)
+            return
     assert result.errors, f"not refused: {result.data}"
     error = result.errors[0]
+    code = "NOT_FOUND" if want == ABSENT else want
     assert (error.extensions or {}).get("code") == code, (error.message, error.extensions)
     data = (result.data or {}).get(case.place.field)
     assert data is None or data == [None], data
     now, before = await snapshot(world.api), baseline["rows"]
     baseline["rows"] = now  # the next case is judged on its own
     assert now == before, f"changed: {[t for t in now if now[t] != before[t]]}"
+
+
+async def _run(world: World, case: Case, variables: dict[str, Any]) -> Any:
+    return await SCHEMA.execute(
+        document(case.place.root, case.place.field, variables),
+        variable_values=variables,
+        context_value=context_as(world, CALLERS[case.caller](world)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -208,21 +231,49 @@ async def test_a_foreign_id_in_an_mcp_call_is_refused_and_changes_nothing(
 ) -> None:
     """The same for MCP (memory_mcp): each id place of each tool's arguments, and the
     turn, execution, model call, session or agent a call's _meta names, holding an
-    object at each distance the GraphQL field it becomes must refuse: a tool result with
-    isError and that field's code, and no table changed. One rule, one place: the
-    ownership table decides for MCP calls too."""
+    object at each distance the GraphQL field it becomes must refuse: answered as the
+    same call with an unknown id is (a tool result with isError and the same error; in a
+    search's ids, left out), no error naming an id the call did not send, and no table
+    changed. One rule, one place: the ownership table decides for MCP calls too."""
     place, caller = case
+    listed = place.many and not place.bound
+    before = baseline["rows"]
     async with connected(mcp_servers[caller], "given") as mcp:
-        for distance, code in refused_at(place, caller):
+        # the tools as the base call's binding lists them: the client checks a result
+        # against its tool's output schema, and a runtime of many agents lists none unbound
+        bound = types.RequestParams.Meta(**base_call(world, place.tool)[1])
+        await mcp.list_tools(params=types.PaginatedRequestParams(_meta=bound))
+        for distance, want in refused_at(place, caller):
             foreign = world.at[place.rule[0]][distance]
             arguments, meta = substituted(world, place, foreign)
+            if want == ABSENT and listed:  # the search runs and records its call
+                assert await snapshot(world.api) == before
             result = await mcp.call_tool(place.tool, arguments, meta=meta)
+            named = ids_in((result.structuredContent or {}).get("error"))
+            assert named <= ids_in([arguments, meta]), (distance, result.structuredContent)
+            if want == ABSENT:
+                unknown = str(uuid.uuid4())
+                arguments, meta = substituted(world, place, unknown)
+                as_unknown = await mcp.call_tool(place.tool, arguments, meta=meta)
+                assert _mcp_answer(result, foreign) == _mcp_answer(as_unknown, unknown)
+                if listed:
+                    assert not result.isError, (distance, result.structuredContent)
+                    before = await snapshot(world.api)
+                    continue
             assert result.isError, (distance, result.structuredContent)
             error = (result.structuredContent or {})["error"]
-            assert error["code"] == code, (distance, error)
-    now, before = await snapshot(world.api), baseline["rows"]
+            assert error["code"] == ("NOT_FOUND" if want == ABSENT else want), (distance, error)
+    now = await snapshot(world.api)
     baseline["rows"] = now
     assert now == before, f"changed: {[t for t in now if now[t] != before[t]]}"
+
+
+def _mcp_answer(result: Any, id_: str) -> tuple[bool, str]:
+    """What a caller learns from a tool result naming ``id_``: whether it is an error,
+    and the error or the results found, with ``id_`` written as ``<id>``."""
+    content = result.structuredContent or {}
+    shown = content["error"] if result.isError else content.get("results")
+    return result.isError, json.dumps(shown).replace(id_, "<id>")
 
 
 def _outcome(result: Any, path: tuple[str | int, ...]) -> tuple[str, Any]:
@@ -241,12 +292,33 @@ def _outcome(result: Any, path: tuple[str | int, ...]) -> tuple[str, Any]:
 async def test_node_nodes_and_the_typed_lookup_answer_alike(world: World, case: NodeCase) -> None:
     """R12, R70, R71: every Node type, read by ``node``, by ``nodes`` (beside an id the
     reader may read) and by its typed lookup, answers the same for the same reader: the
-    object, FORBIDDEN without the grants of its kind (an output use needs the session's,
-    as Execution.uses does), NOT_FOUND for what an open turn staged."""
+    object, or, without the grants of its kind (an output use needs the session's, as
+    Execution.uses does) and for what an open turn staged, exactly what an unknown id
+    answers (code and message); no error names an id the reader did not send."""
     id_ = node_object(world, case)
     want = read_expected(case.reader, READ_NEEDS[case.type_name][1], case.distance)
-    reader = READERS[case.reader](world)
     readable = world.lives["A"].agent  # every reader may read agent A
+    answers = await _reads(world, case, id_, readable)
+    if want != "OK":
+        unknown = str(uuid.uuid4())
+        as_unknown = await _reads(world, case, unknown, readable)
+        for path, (result, _) in answers.items():
+            assert answer(result, id_) == answer(as_unknown[path][0], unknown), path
+    codes = {path: outcome[0] for path, (_, outcome) in answers.items()}
+    assert set(codes.values()) == {want}, codes
+    for path, (result, (code, value)) in answers.items():
+        assert not unsent_ids(result, {"ids": [readable, id_]}), (path, result.errors)
+        if code == "OK":
+            assert value["id"] == id_
+            assert value["__typename"] == case.type_name.split(" ")[0]
+
+
+async def _reads(
+    world: World, case: NodeCase, id_: str, readable: str
+) -> dict[str, tuple[Any, tuple[str, Any]]]:
+    """``id_`` read through ``node``, ``nodes`` (after ``readable``) and the typed lookup:
+    each answer, and its outcome at the id's place."""
+    reader = READERS[case.reader](world)
     shown = "__typename id"
     node = await SCHEMA.execute(
         f"query($id: ID!) {{ node(id: $id) {{ {shown} }} }}",
@@ -258,8 +330,11 @@ async def test_node_nodes_and_the_typed_lookup_answer_alike(world: World, case: 
         variable_values={"ids": [readable, id_]},
         context_value=context_as(world, reader),
     )
-    answers = {"node": _outcome(node, ("node",)), "nodes": _outcome(nodes, ("nodes", 1))}
     assert _outcome(nodes, ("nodes", 0))[0] == "OK"
+    answers = {
+        "node": (node, _outcome(node, ("node",))),
+        "nodes": (nodes, _outcome(nodes, ("nodes", 1))),
+    }
     lookup = LOOKUPS.get(case.type_name)
     if lookup is not None:
         typed = await SCHEMA.execute(
@@ -267,25 +342,21 @@ async def test_node_nodes_and_the_typed_lookup_answer_alike(world: World, case: 
             variable_values={"id": id_},
             context_value=context_as(world, reader),
         )
-        answers[lookup] = _outcome(typed, (lookup,))
-    codes = {path: code for path, (code, _) in answers.items()}
-    assert set(codes.values()) == {want}, codes
-    for code, value in answers.values():
-        if code == "OK":
-            assert value["id"] == id_
-            assert value["__typename"] == case.type_name.split(" ")[0]
+        answers[lookup] = (typed, _outcome(typed, (lookup,)))
+    return answers
 
 
-async def test_without_a_known_anchor_a_foreign_id_is_still_refused(
+async def test_an_unknown_anchor_is_refused_before_the_other_ids(
     world: World, baseline: dict[str, dict[str, str]]
 ) -> None:
-    """An anchor that names nothing (or none given) leaves the call to refuse itself; the
-    other ids must still be of an agent the caller acts for: another agent's record
-    beside an unknown review is NOT_FOUND on that field, and nothing changes."""
+    """An anchor that names nothing is NOT_FOUND on its own field before any other id is
+    looked at: another agent's record beside an unknown review is never named, and
+    nothing changes."""
     b = world.lives["B"]
+    review = str(uuid.uuid4())
     variables = {
         "input": {
-            "reviewId": str(uuid.uuid4()),
+            "reviewId": review,
             "decisions": [
                 {
                     "candidate": {"summary": "c"},
@@ -302,8 +373,9 @@ async def test_without_a_known_anchor_a_foreign_id_is_still_refused(
     )
     assert result.errors and result.errors[0].extensions == {
         "code": "NOT_FOUND",
-        "field": "decisions[0].recordId",
+        "field": "reviewId",
     }
+    assert result.errors[0].message == f"no memory review with id {review}"
     assert await snapshot(world.api) == baseline["rows"]
 
 
@@ -360,11 +432,12 @@ def test_every_nested_id_place_has_an_ownership_rule() -> None:
 
 
 def _nested_expected(reader: str, distance: str) -> str:
-    """NOT_FOUND for an id of another agent (as for one naming nothing, R10); else what
-    reading the session's object and the agent's memory needs (R70, R71)."""
-    if distance in _FAR:
+    """NOT_FOUND for an id of another agent, as for one naming nothing (R10), and alike
+    for one the reader may not read (the session's grant); else the field's own grant,
+    the agent's memory (R70, R71): FORBIDDEN without it, as the reader reads the agent."""
+    if distance in _FAR or read_expected(reader, {"session"}, OWN) != "OK":
         return "NOT_FOUND"
-    return read_expected(reader, {"session", "memory"}, OWN)
+    return "OK" if read_expected(reader, {"memory"}, OWN) == "OK" else "FORBIDDEN"
 
 
 @pytest.mark.parametrize(
@@ -374,26 +447,37 @@ async def test_a_nested_foreign_id_is_refused(
     world: World, case: tuple[tuple[str, str, str, Path, Kind], str, str]
 ) -> None:
     """An id in a nested field's arguments must name an object of the agent the field is
-    on (else NOT_FOUND, like an id naming nothing) that the reader may read (else
-    FORBIDDEN): another agent's turn never says what that agent knew (R10, R70)."""
-    (type_name, field_name, arg, path, kind), reader, distance = case
-    parent = world.at[BY_TYPE[type_name]][OWN]
+    on that the reader may read; else it is answered as an id naming nothing (NOT_FOUND,
+    the same message): another agent's turn never says what that agent knew, nor that it
+    exists (R10, R70)."""
+    (type_name, _, _, _, kind), reader, distance = case
     named = str(uuid.uuid4()) if distance == "nothing" else world.at[kind][distance]
-    value: Any = named
-    for key in reversed(path):
-        value = {key: value}
-    arg_type = GRAPHQL.get_type(type_name).fields[field_name].args[arg].type  # type: ignore[union-attr]
-    result = await SCHEMA.execute(
-        f"query($id: ID!, $v: {arg_type}) {{ node(id: $id) {{ ... on {type_name} {{"
-        f" {field_name}(first: 5, {arg}: $v) {{ totalCount }} }} }} }}",
-        variable_values={"id": parent, "v": value},
-        context_value=context_as(world, READERS[reader](world)),
-    )
+    result = await _nested(world, case, named)
     want = _nested_expected(reader, distance)
     code = (result.errors[0].extensions or {}).get("code") if result.errors else "OK"
     assert code == want, (result.errors, result.data)
     if want != "OK":
         assert result.data == {"node": None} or result.data is None, result.data
+    if want == "NOT_FOUND":
+        unknown = str(uuid.uuid4())
+        assert answer(result, named) == answer(await _nested(world, case, unknown), unknown)
+    assert not unsent_ids(result, {"id": world.at[BY_TYPE[type_name]][OWN], "v": named})
+
+
+async def _nested(
+    world: World, case: tuple[tuple[str, str, str, Path, Kind], str, str], named: str
+) -> Any:
+    (type_name, field_name, arg, path, _), reader, _ = case
+    value: Any = named
+    for key in reversed(path):
+        value = {key: value}
+    arg_type = GRAPHQL.get_type(type_name).fields[field_name].args[arg].type  # type: ignore[union-attr]
+    return await SCHEMA.execute(
+        f"query($id: ID!, $v: {arg_type}) {{ node(id: $id) {{ ... on {type_name} {{"
+        f" {field_name}(first: 5, {arg}: $v) {{ totalCount }} }} }} }}",
+        variable_values={"id": world.at[BY_TYPE[type_name]][OWN], "v": value},
+        context_value=context_as(world, READERS[reader](world)),
+    )
 
 
 async def test_a_mutation_whose_answer_names_a_foreign_turn_writes_nothing(

@@ -266,7 +266,8 @@ async def test_one_bad_decision_refuses_the_set_and_changes_nothing(api: Api) ->
         decide("ADD", "The user likes jazz"),
         decide("DELETE", "gone", "00000000-0000-0000-0000-000000000000"),
     )
-    assert ext["code"] == "NOT_FOUND" and message.startswith("decision 1: ")
+    assert ext == {"code": "NOT_FOUND", "field": "decisions[1].recordId"}
+    assert message == "no memory record with id 00000000-0000-0000-0000-000000000000"
     message, ext = await s.apply_error(review, decide("REPLACE", "no target"))
     assert ext["code"] == "BAD_INPUT" and "decision 0" in message
     message, ext = await s.apply_error(review, decide("ADD", "Jazz", kind="mood"))
@@ -367,7 +368,7 @@ async def test_grants_the_review_is_the_agents_own_and_its_records_read_as_r71_a
         grants=(*base, ("SELECT", f"{ns}.AgentMemory.indexes.*"), document),
     )
     for token in (session_only, half):
-        assert codes(await run_as(api, token, MEMORY, id=record)) == ["FORBIDDEN"]
+        assert codes(await run_as(api, token, MEMORY, id=record)) == ["NOT_FOUND"]
         view = await run_as(api, token, EXECUTION_OUTPUT, t=turn)
         (out,) = [e["output"] for e in view.data["turn"]["executions"] if e["id"] == execution]
         assert out is None  # the review's output is memory: redacted

@@ -642,10 +642,12 @@ async def test_r24_refused_call_fails_readably_and_changes_nothing(
     assert view["status"] == "OPEN"
     (failed,) = [e for e in view["executions"] if e["kind"] == "TOOL"]
     assert (failed["name"], failed["status"], failed["error"]) == (tool, "FAILED", message)
+    await s.commit(turn)
+    view = await turn_view(api, turn)
+    assert view["memories"] == []
+    # a memory tool's events are read once the turn commits (staged until then)
     errors = [e for e in view["transcript"] if e["type"] == "TOOL_ERROR"]
     assert [(e["toolName"], e["payload"]["code"]) for e in errors] == [(tool, "NOT_ALLOWED")]
-    await s.commit(turn)
-    assert (await turn_view(api, turn))["memories"] == []
     assert (
         await records(api, s.agent_id)
         == before
@@ -841,6 +843,7 @@ async def test_r26_add_memory_is_an_execution_listing_the_records_written(api: A
         (new, "ACTIVE"),
         (old, "SUPERSEDED"),
     ]
+    await s.commit(turn)  # an open turn's memory tools read as staged until it commits
     view = await turn_view(api, turn)
     (tool,) = [e for e in view["executions"] if e["kind"] == "TOOL"]
     assert tool["parent"] == {"id": begun["execution"]["id"]}

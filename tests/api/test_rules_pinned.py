@@ -8,6 +8,7 @@ from typing import Any
 
 from tests.api.scenario import (
     ADD,
+    COMMIT,
     DELETE,
     Scenario,
     memory_config,
@@ -30,6 +31,9 @@ def pins(begun: dict[str, Any]) -> list[str]:
 
 
 async def pinned_event(api: Api, turn: str) -> dict[str, Any]:
+    """The turn's memory.pinned event, read once the turn commits (R12: the memory events
+    of an open turn read as staged to every query)."""
+    await api.ok(COMMIT, turn=turn)
     events = [e for e in (await turn_view(api, turn))["transcript"] if e["type"] == "MEMORY_PINNED"]
     assert len(events) == 1, events
     return dict(events[0]["payload"])

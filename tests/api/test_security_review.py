@@ -48,7 +48,7 @@ async def _with_records(api: Api, namespace: str) -> tuple[ReviewScenario, str, 
 
 
 async def test_item_1_another_agents_review_cannot_be_applied(api: Api) -> None:
-    """Agent A's runtime token names agent B's review: refused (FORBIDDEN) before it
+    """Agent A's runtime token names agent B's review: refused (NOT_FOUND) before it
     runs; B's records are untouched, and B's own apply still works (no CONFLICT)."""
     b, b_turn, (email, plan) = await _with_records(api, f"b{uuid.uuid4().hex[:8]}")
     begun = await b.begin_review(b_turn)
@@ -65,7 +65,9 @@ async def test_item_1_another_agents_review_cannot_be_applied(api: Api) -> None:
     ]
     for decisions in attacks:
         refused = await run_as(api, token, APPLY, review=review, decisions=decisions)
-        assert codes(refused) == ["FORBIDDEN"] and refused.data is None
+        # another agent's review is, to A, one that does not exist (docs/security.md)
+        assert codes(refused) == ["NOT_FOUND"] and refused.data is None
+        assert refused.errors[0].message == f"no memory review with id {review}"
     await b.invoke(begun)
     applied = await b.apply(review, decide("REPLACE", "The customer is on premium", plan))
     assert applied["review"]["status"] == "APPLIED"
@@ -96,7 +98,8 @@ async def test_item_1_a_namespace_token_cannot_mix_its_agents(api: Api) -> None:
 
 async def test_item_2_another_agents_memory_cannot_be_compared(api: Api) -> None:
     """compareMemoryCandidates with B's review by A's token, asking only for the text the
-    model reads (which listed B's record ids, kinds and summaries): FORBIDDEN, no text."""
+    model reads (which listed B's record ids, kinds and summaries): refused as a review
+    that does not exist (NOT_FOUND), no text."""
     b, b_turn, records = await _with_records(api, f"b{uuid.uuid4().hex[:8]}")
     review = (await b.begin_review(b_turn))["review"]["id"]
     a, _ = await _agent(api, f"a{uuid.uuid4().hex[:8]}")
@@ -105,7 +108,7 @@ async def test_item_2_another_agents_memory_cannot_be_compared(api: Api) -> None
       compareMemoryCandidates(input: {reviewId: $review, candidates: $candidates}) { text } }"""
     candidates = [fact("The customer prefers email"), fact("The customer plan")]
     refused = await run_as(api, token, text_only, review=review, candidates=candidates)
-    assert codes(refused) == ["FORBIDDEN"] and refused.data is None
+    assert codes(refused) == ["NOT_FOUND"] and refused.data is None
     assert not any(r in str(refused) for r in records)
     # B itself compares its own (COMPARE asks for everything)
     own = await b.compare(review, *candidates)
@@ -138,7 +141,7 @@ async def test_item_3_uses_of_staged_memory_are_not_readable(api: Api) -> None:
 
 async def test_item_4_a_use_needs_the_session_grant_through_node_too(api: Api) -> None:
     """node(id) on an OutputUse demands the Session grant execution(id){uses} demands:
-    with the memory grant alone, both are FORBIDDEN."""
+    with the memory grant alone, both answer as an id that names nothing (NOT_FOUND)."""
     ns = f"b{uuid.uuid4().hex[:8]}"
     b, session = await _agent(api, ns)
     await b.committed("The vault code is 4711", session)
@@ -154,8 +157,8 @@ async def test_item_4_a_use_needs_the_session_grant_through_node_too(api: Api) -
             ("SELECT", f"{ns}.AgentMemory.document"),
         ),
     )
-    assert codes(await run_as(api, memory_only, _NODE, id=use)) == ["FORBIDDEN"]
-    assert codes(await run_as(api, memory_only, _USES, id=execution)) == ["FORBIDDEN"]
+    assert codes(await run_as(api, memory_only, _NODE, id=use)) == ["NOT_FOUND"]
+    assert codes(await run_as(api, memory_only, _USES, id=execution)) == ["NOT_FOUND"]
 
 
 async def test_item_6_a_mutation_never_commits_while_its_answer_is_forbidden(api: Api) -> None:

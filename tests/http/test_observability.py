@@ -16,7 +16,8 @@ from server.database import Database
 from server.embedding import Embedder
 from server.logs import JsonFormatter
 from server.settings import Settings
-from tests.auth_helpers import full_caller
+from tests.auth_helpers import bearer, full_caller
+from tests.conftest import Api
 
 
 def _client(settings: Settings, database: Database, embedder: Embedder) -> httpx.AsyncClient:
@@ -164,6 +165,38 @@ async def test_operation_names_are_capped(client: httpx.AsyncClient) -> None:
         if metric == "agent_memory_graphql_requests_total"
     }
     assert len(named - {"other"}) == MAX_OPERATIONS and "other" in named
+
+
+async def test_a_client_cannot_take_the_operation_slots(
+    api: Api, settings: Settings, database: Database, embedder: Embedder
+) -> None:
+    """Only the operator's own callers claim an operation name: a client token with no
+    grant sends more made-up names than there are slots, each answered, and all are
+    ``other``; a runtime's name is counted apart, and a client's operation of that same
+    name is counted under it."""
+    from server.metrics import MAX_OPERATIONS
+
+    client_token = await bearer(api, kind="client")
+    runtime_token = await bearer(api, kind="runtime", namespace="metrics")
+    app = create_app(settings, database=database, embedder=embedder)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as client:
+        for i in range(MAX_OPERATIONS + 5):
+            answered = await _graphql(
+                client,
+                f"query Probe{i:03d} {{ __typename }}",
+                authorization=f"Bearer {client_token}",
+            )
+            assert answered.json() == {"data": {"__typename": "Query"}}
+        for token in (runtime_token, client_token):
+            await _graphql(client, "query Recall { __typename }", authorization=f"Bearer {token}")
+        samples = await _samples(client)
+    requests = "agent_memory_graphql_requests_total"
+    named = {dict(labels)["operation"] for (metric, labels) in samples if metric == requests}
+    assert named == {"other", "Recall"}
+    assert samples[(requests, (("code", "OK"), ("operation", "other")))] == MAX_OPERATIONS + 5
+    assert samples[(requests, (("code", "OK"), ("operation", "Recall")))] == 2
 
 
 async def test_resolver_errors_are_counted_and_logged_under_their_own_code(

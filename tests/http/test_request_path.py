@@ -143,18 +143,19 @@ async def test_a_kept_caller_costs_one_lookup_and_a_revoked_grant_is_refused_nex
         grant = {"privilege": "SELECT", "pattern": f"{namespace}.AgentMemory.document"}
         await change(remove_grant=grant)
         refused = await _post(client, issued_token, MEMORY, id=record)
-        assert _code(refused) == "FORBIDDEN" and "SENTINEL" not in str(refused)
+        # refused as an unknown id is (docs/security.md, "Refusals look like absence")
+        assert _code(refused) == "NOT_FOUND" and "SENTINEL" not in str(refused)
         await change(add_grant=grant)
         granted = await _post(client, issued_token, MEMORY, id=record)
         assert granted["data"]["agentMemory"]["current"]["summary"] == "SENTINEL-kept caller"
 
         binding = {"subject_type": "principal", "subject": str(principal.id)}
         await change(unbind=binding)
-        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "FORBIDDEN"
+        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "NOT_FOUND"
         await change(bind=binding)
         assert _code(await _post(client, issued_token, MEMORY, id=record)) is None
         await change(delete_policy={})
-        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "FORBIDDEN"
+        assert _code(await _post(client, issued_token, MEMORY, id=record)) == "NOT_FOUND"
 
 
 async def test_a_kept_caller_is_refused_once_its_token_is_revoked_or_expired(

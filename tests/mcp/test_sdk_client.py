@@ -269,6 +269,7 @@ async def test_recording_is_the_graphql_mutations(live: str, api: Api, agent: Ag
         _ok(await mcp.call_tool("search_memory", arguments))
     direct = await over_graphql(api, agent.token, "search_memory", arguments, {"turnId": turn})
     assert not direct.errors, direct.errors
+    await s.commit(turn)  # R12: an open turn's memory tool io reads as staged until then
     view = await _view(api, agent.token, TURN_EXECUTIONS, id=turn)
     over_mcp, over_graphql_ = (e for e in view["turn"]["executions"] if e["kind"] == "TOOL")
 
@@ -311,6 +312,7 @@ async def test_the_recall_prompt_follows_the_repeat_rule(live: str, api: Api, ag
         t=turn,
     )
     assert again.data["recall"]["recorded"] is False and again.data["recall"]["repeatOf"]
+    await s.commit(turn)  # R12: an open turn's memory tool io reads as staged until then
     view = await _view(api, agent.token, TURN_EXECUTIONS, id=turn)
     recalls = [e for e in view["turn"]["executions"] if (e["input"] or {}).get("recall")]
     assert len(recalls) == 1

@@ -200,7 +200,9 @@ async def search_memory(
             vector, tokens = (
                 (None, None)
                 if search.mode == "lexical"
-                else await (embedding if embedding is not None else embedder.embed_query(asked.text))
+                else await (
+                    embedding if embedding is not None else embedder.embed_query(asked.text)
+                )
             )
             found = await recorded.run(
                 db,

@@ -18,6 +18,7 @@ from pathlib import Path
 LOCOMO: dict[str, str] = {"locomo": "bench.locomo_memory_cv", "locomo-history": "bench.locomo_cv"}
 BENCHES: dict[str, str] = {
     "search": "bench.search",
+    "request-path": "bench.request_path",
     "peers": "bench.peers",
     "locomo": "bench.locomo",
     "history-ingest": "bench.history_ingest",

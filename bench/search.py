@@ -8,12 +8,10 @@
     side, query by query in alternating order, so that neither always finds the
     pages the other just read. Also the path taken, its recall@10 against exact
     ranking, each path's cost forced, and the ratios of the ladder.
-(b) over HTTP through uvicorn, including the query's embedding: the
-    ``searchMemory`` mutation (the tool, which also records its execution,
-    RETRIEVED uses and embed usage), one client, distinct queries (no cache hits),
-    beside the trivial request, the embedding alone and a whole runtime turn, with
-    the request path's targets (:mod:`bench.request_path`).
-(c) requests/s of ``searchMemory`` with concurrent clients.
+
+The same search over HTTP, through the server with the query's embedding and what the
+tool records, beside the cost of its parts: ``bench request-path``
+(:mod:`bench.request_path`), on this bench's quick data set.
 
 The full run's table holds 1M records (agents of 1k, 2k, 5k, 10k, 20k, 50k and 100k
 records, and filler agents with 10k records each); the quick run's 50k (agents of
@@ -34,14 +32,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from bench import common, request_path, search_ranking
-
-SEARCH = """
-mutation($turn: ID!, $q: String!) {
-  searchMemory(input: {turnId: $turn, query: $q, limit: 10}) {
-    results { score version { id summary } }
-  }
-}"""
+from bench import common, search_ranking
 
 
 def plan(quick: bool) -> dict[str, Any]:
@@ -53,10 +44,6 @@ def plan(quick: bool) -> dict[str, Any]:
             "bases": 200,
             "queries": 60,
             "forced": 20,
-            "http": 40,
-            "turns": 20,
-            "clients": 4,
-            "seconds": 4.0,
         }
     return {
         "name": "bench_search_full_v5",
@@ -65,10 +52,6 @@ def plan(quick: bool) -> dict[str, Any]:
         "bases": 600,
         "queries": 200,
         "forced": 40,
-        "http": 150,
-        "turns": 60,
-        "clients": 8,
-        "seconds": 15.0,
     }
 
 
@@ -134,8 +117,6 @@ async def _run(quick: bool) -> dict[str, Any]:
     ctx = await load(p)
     figures: dict[str, Any] = {"table_records": p["total"], "load_s": round(ctx["loaded_s"], 1)}
     figures.update(await search_ranking.measure(ctx, p))
-    owner = ctx["owners"][len(p["agents"]) - 1]
-    figures.update(await request_path.measure(ctx, owner, p))
     await ctx["db"].dispose()
     return figures
 

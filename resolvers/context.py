@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,20 +99,29 @@ class Context:
             if self._loaders is not None:
                 self._loaders.clear()
 
+    @asynccontextmanager
     async def once(
         self,
         operation: str,
         *,
         key: str | None,
         request: dict[str, Any] | Callable[[], dict[str, Any]],
-        run: Callable[[], Awaitable[dict[str, Any]]],
-    ) -> dict[str, Any]:
-        """One idempotent mutation: ``run`` in a :meth:`unit`, at most once per caller,
-        operation and key; its result is a JSON object of ids to reload."""
+    ) -> AsyncIterator[Once]:
+        """One idempotent mutation, in a :meth:`unit`: at most once per caller, operation
+        and key. The block runs the call when :attr:`Once.stored` is None and sets
+        :attr:`Once.result` (a JSON object of ids to reload), which the key keeps;
+        otherwise the key replays the stored result and the block runs nothing."""
         async with self.unit() as db:
-            return await idempotency.once(
-                db, caller=self.caller, operation=operation, key=key, request=request, run=run
-            )
+            call = Once(db)
+            claimed = None
+            if key is not None:
+                claimed, call.stored = await idempotency.claim(
+                    db, caller=self.caller, operation=operation, key=key, request=request
+                )
+            yield call
+            if claimed is not None and call.stored is None:
+                assert call.result is not None, "a call with a key sets its result"
+                await idempotency.store(db, claimed, call.result)
 
     async def close(self) -> None:
         """End the operation's session. A transaction still open holds only reads (every
@@ -135,6 +144,16 @@ class Context:
                 await session.close()
             except Exception:
                 _log.warning("the operation's session did not close", exc_info=True)
+
+
+@dataclass
+class Once:
+    """An idempotent mutation's transaction: its session, the result a replayed key
+    stored (None: run the call), and the result of the call that ran."""
+
+    db: AsyncSession
+    stored: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
 
 
 async def _commit(db: AsyncSession) -> None:

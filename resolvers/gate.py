@@ -16,7 +16,7 @@ from strawberry.extensions import SchemaExtension
 
 from resolvers.context import Context
 from resolvers.grants import Resource, cached_decision, caller_of, require
-from resolvers.kinds import agent_of, needs_of
+from resolvers.kinds import BY_MODEL, agent_of, needs_of
 from resolvers.ownership import check_arguments, check_on, takes_ids
 from resolvers.redaction import (
     PAYLOAD_FIELDS,
@@ -38,7 +38,7 @@ def _targets(value: Any) -> list[tuple[Resource, uuid.UUID] | None]:
     found: list[tuple[Resource, uuid.UUID] | None] = []
     for item in items:
         row = getattr(item, "row", None)
-        if row is not None and hasattr(row, "__table__"):
+        if row is not None and (hasattr(row, "__table__") or type(row) in BY_MODEL):
             needs = needs_of(row)
             found.extend([None] if needs is None else needs)
     return found

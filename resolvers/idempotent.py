@@ -35,24 +35,6 @@ def request_of(input: Any) -> dict[str, Any]:
     return dict(out)
 
 
-async def once(
-    info: Info,
-    operation: str,
-    input: Any,
-    run: Callable[[], Awaitable[dict[str, Any]]],
-    *,
-    request: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """``run`` at most once for ``input.idempotency_key``; ``request`` (default: the
-    input's fields) is what a replay must repeat."""
-    return await info.context.once(
-        operation,
-        key=input.idempotency_key,
-        request=(lambda: request_of(input)) if request is None else request,
-        run=run,
-    )
-
-
 async def once_shown(
     info: Info,
     operation: str,
@@ -62,18 +44,20 @@ async def once_shown(
     *,
     request: dict[str, Any] | None = None,
 ) -> tuple[R, dict[str, Any]]:
-    """:func:`once` for a call whose rows the resolver shows as they are: ``run`` gives
-    them with the result to store. Answers the rows and the stored result; when the key
-    replays, ``reload`` reads the rows again by the result's ids."""
-    made: list[R] = []
-
-    async def call() -> dict[str, Any]:
-        rows, result = await run()
-        made.append(rows)
-        return result
-
-    result = await once(info, operation, input, call, request=request)
-    return (made[0] if made else await reload(result)), result
+    """``run`` at most once for ``input.idempotency_key`` (``Context.once``), for a call
+    whose rows the resolver shows as they are: ``run`` gives them with the result to
+    store. Answers the rows and the stored result; when the key replays, ``reload``
+    reads the rows again by the result's ids. ``request`` (default: the input's fields)
+    is what a replay must repeat."""
+    async with info.context.once(
+        operation,
+        key=input.idempotency_key,
+        request=(lambda: request_of(input)) if request is None else request,
+    ) as call:
+        if call.stored is None:
+            rows, call.result = await run()
+            return rows, call.result
+    return await reload(call.stored), call.stored
 
 
 async def reloaded(db: AsyncSession, model: type[M], ids: list[str]) -> list[M]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from resolvers.grants import Resource
 from server import models
+from server.models.rows import ExecutionRow, RecordRow, VersionRow
 
 _SESSION = (Resource.SESSION,)
 _MEMORY = (Resource.MEMORY,)
@@ -59,6 +60,8 @@ class Kind(Enum):
 
 
 BY_MODEL: dict[Any, Kind] = {kind.model: kind for kind in Kind}
+# the plain rows the hot path reads are of their table's kind (server/models/rows.py)
+BY_MODEL.update({row: BY_MODEL[row.model] for row in (ExecutionRow, RecordRow, VersionRow)})
 BY_TYPE: dict[str, Kind] = {kind.type_name: kind for kind in Kind}
 
 

@@ -24,7 +24,7 @@ from resolvers.kinds import BY_MODEL, Kind
 from server import models
 from server.storage.built import built_once
 from server.storage.gate import staged_version
-from server.storage.owners import kept, remember
+from server.storage.owners import OWNERS_OF, Kept, kept, remember
 
 A, S, T, E = models.Agent, models.Session, models.Turn, models.Execution
 R, V = models.MemoryRecord, models.MemoryVersion
@@ -45,6 +45,12 @@ class Owner:
     scope: str | None  # a memory record's (or version's record's) SESSION or AGENT
     memory: bool  # an output use that names a record version
 
+
+# The kinds whose owner never changes: no row of them is ever deleted or moved to another
+# agent, session or turn, and a turn's preview flag is fixed. Their owners are kept by
+# the server (per database) once read; a record, a version and an output use are staged
+# until their turn commits, so theirs are read every time.
+SETTLED = frozenset(Kind) - {Kind.MEMORY_RECORD, Kind.MEMORY_VERSION, Kind.OUTPUT_USE}
 
 _NO_ID = cast(null(), Uuid)
 _NO = cast(false(), Boolean)
@@ -233,6 +239,14 @@ async def owners_of(
     none), in one statement; cached for the operation. For an id of unknown kind
     (``node``), ask for it under every kind."""
     cache: dict[tuple[Kind, uuid.UUID], Owner | None] = context.decisions.setdefault("owners", {})
+    settled: Kept[tuple[Kind, uuid.UUID], Owner] = context.db.info[OWNERS_OF]
+    for kind, ids in wanted.items():
+        if kind in SETTLED:
+            for id_ in ids:
+                if (kind, id_) not in cache and (found := settled.get((kind, id_))) is not None:
+                    cache[(kind, id_)] = found
+                    if kind is not Kind.AGENT:
+                        remember(context.db, id_, found.agent_id)
     missing = {
         kind: sorted({i for i in ids if (kind, i) not in cache}) for kind, ids in wanted.items()
     }
@@ -256,6 +270,8 @@ async def owners_of(
         for row in rows:
             owner = _owner(row)
             cache[(owner.kind, owner.id)] = owner
+            if owner.kind in SETTLED:
+                settled.put((owner.kind, owner.id), owner)
             if owner.kind is not Kind.AGENT:
                 remember(context.db, owner.id, owner.agent_id)  # the call's statements name it
     return {

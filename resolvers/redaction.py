@@ -28,11 +28,12 @@ from server.domain.redaction import (
     mask_window,
     redact_payload,
 )
+from server.models.rows import ExecutionRow
 
 _MEMORY_EVENTS = frozenset({"memory.pinned", "retrieval"})
 # rows of a turn's own record, which its end may discard (R12); kept history is of
 # committed turns only
-_TURN_ROWS = (models.Execution, models.TranscriptEvent)
+_TURN_ROWS = (models.Execution, ExecutionRow, models.TranscriptEvent)
 REDACTED = "redacted: needs SELECT on {ns}.AgentMemory.indexes.* and {ns}.AgentMemory.document"
 DISCARDED = {
     "rolled_back": "discarded: the turn rolled back",
@@ -46,7 +47,7 @@ def carries_memory(row: Any, field: str) -> bool | None:
     """Whether this field's value is memory (the memory tools' own input and output):
     ``True`` for all of it, ``None`` when it may hold some (an agent reply naming memory
     calls, or a history part, which depends on its event), ``False`` for none."""
-    if isinstance(row, models.Execution) and field in ("input", "output"):
+    if isinstance(row, models.Execution | ExecutionRow) and field in ("input", "output"):
         return row.kind == "tool" and row.name in MEMORY_TOOLS
     if isinstance(row, models.TranscriptEvent) and field == "payload":
         if row.type in _MEMORY_EVENTS or row.tool_name in MEMORY_TOOLS:

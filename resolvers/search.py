@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import strawberry
 
 from resolvers.context import Info, call_ref, labels_of
-from resolvers.idempotent import once_shown
+from resolvers.idempotent import once_shown, request_of
 from resolvers.types.base import EXECUTION_ID, INVOCATION_ID, TURN_ID, LabelInput, idempotency_key
 from resolvers.types.memory import MemoryRecordType, MemoryVersionType
 from resolvers.types.ranking import ScoreExplanationType
@@ -24,6 +24,7 @@ from resolvers.types.turns import ExecutionType
 from server import models
 from server.memory_search import recall as memory_recall
 from server.memory_search import tool as search
+from server.models.rows import RecordRow
 from server.services.lookup import get
 
 
@@ -82,7 +83,7 @@ class MemorySearchResultType:
     )
     cosine: float | None = strawberry.field(description="Similarity of meaning, -1..1.")
     lexical: float | None = strawberry.field(description="BM25 keyword score, when words matched.")
-    found: strawberry.Private[models.MemoryRecord | None] = None
+    found: strawberry.Private[models.MemoryRecord | RecordRow | None] = None
     explained: strawberry.Private[Callable[[], Awaitable[ScoreExplanationType]] | None] = None
 
     @strawberry.field(
@@ -202,35 +203,36 @@ class SearchMutation:
             SearchMemoryInput, strawberry.argument(description="The tool's arguments.")
         ],
     ) -> SearchMemoryPayload:
-        labels = labels_of(input.labels)
-
-        async def run() -> tuple[_Shown, dict[str, Any]]:
-            found = await search.search_memory(
-                info.context.db,
-                info.context.embedder,
-                ref=call_ref(input),
-                query=input.query,
-                kind=input.kind,
-                labels=labels,
-                ids=input.ids,
-                limit=input.limit,
-                after=input.after,
-            )
-            shown = (found_results(found.items), ExecutionType(row=found.execution), None)
-            return shown, {
-                "execution": str(found.execution.id),
-                "hits": _hits_json(found.items),
-                "next": found.next_cursor,
-            }
-
-        (results, execution, _), result = await once_shown(
-            info, "searchMemory", input, run, lambda result: _replayed(info, result)
-        )
+        ref, labels = call_ref(input), labels_of(input.labels)
+        async with info.context.once(
+            "searchMemory", key=input.idempotency_key, request=lambda: request_of(input)
+        ) as call:
+            if call.stored is None:
+                found = await search.search_memory(
+                    call.db,
+                    info.context.embedder,
+                    ref=ref,
+                    query=input.query,
+                    kind=input.kind,
+                    labels=labels,
+                    ids=input.ids,
+                    limit=input.limit,
+                    after=input.after,
+                )
+                call.result = {
+                    "execution": str(found.execution.id),
+                    "hits": _hits_json(found.items),
+                    "next": found.next_cursor,
+                }
+                return SearchMemoryPayload(
+                    execution=ExecutionType(row=found.execution),
+                    results=found_results(found.items),
+                    next_cursor=found.next_cursor,
+                )
+        results, execution, _ = await _replayed(info, call.stored)
         assert execution is not None
         return SearchMemoryPayload(
-            execution=execution,
-            results=results,
-            next_cursor=result["next"],
+            execution=execution, results=results, next_cursor=call.stored["next"]
         )
 
     @strawberry.mutation(

@@ -17,6 +17,7 @@ them when the field runs (:func:`resolvers.ownership.check_on`).
 
 from __future__ import annotations
 
+import types
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -62,10 +63,12 @@ def type_needs(type_: GraphQLObjectType) -> tuple[Need, ...]:
         ):
             hint = typing.get_type_hints(origin, include_extras=True).get("row")
         model = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
-        kind = BY_MODEL.get(model)
+        # a type may wrap a model's row or its plain row (server/models/rows.py): one kind
+        rows = typing.get_args(model) if isinstance(model, types.UnionType) else (model,)
+        kind = next((BY_MODEL[row] for row in rows if row in BY_MODEL), None)
         if kind is not None:
             needs: tuple[Need, ...] = kind.resources(memory=kind is Kind.OUTPUT_USE)
-        elif hasattr(model, "__table__"):
+        elif any(hasattr(row, "__table__") for row in rows):
             needs = (ADMIN,)
         else:
             needs = ()

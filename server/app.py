@@ -3,8 +3,12 @@ the database, the embedder and the schema inside the Starlette lifespan."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -28,7 +32,7 @@ from resolvers.deadline import SCOPE_KEY
 from resolvers.errors import mask_uncoded
 from resolvers.guard import GraphQLGuard, bearer_token, error_body
 from resolvers.schema import build_schema
-from server import web
+from server import logs, web
 from server.database import Database
 from server.embedding import Embedder
 from server.logs import RequestLog
@@ -39,6 +43,8 @@ from server.settings import Settings
 
 _log = logging.getLogger("agent_memory")
 
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 # What a request Strawberry refuses before running it answers, besides its status.
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
@@ -134,6 +140,30 @@ def _credentials(headers: Any) -> Credentials | None:
     )
 
 
+def _model_threads(settings: Settings) -> int | None:
+    """The forward passes one server process runs at once: its share of the cores when
+    ``serve`` runs several (``workers``), else as many as the model's threads."""
+    if settings.workers is None or settings.workers == 1:
+        return None
+    return max(1, (os.cpu_count() or 1) // settings.workers)
+
+
+def from_environment() -> Starlette:
+    """The app of one of ``serve --workers``' processes: its settings from the
+    environment ``serve`` gave it (the database it resolved, the processes' number)."""
+    _stop_with_parent()
+    settings = Settings()
+    logs.configure(settings)
+    return create_app(settings)
+
+
+def _stop_with_parent() -> None:
+    """On Linux, SIGTERM this process when the ``serve`` process that started it dies,
+    even by SIGKILL: no worker outlives its supervisor, holding the port."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -147,7 +177,7 @@ def create_app(
     no token is asked for: for an application that authenticates its users itself, and
     for tests. ``address``: where it serves, for the line that says it is ready."""
     db = database or Database(settings)
-    model = embedder or Embedder.from_settings(settings)
+    model = embedder or Embedder.from_settings(settings, workers=_model_threads(settings))
     services = {
         "database": db,
         "embedder": model,

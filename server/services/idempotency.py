@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
@@ -39,35 +40,49 @@ def request_hash(request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def once(
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A key claimed for the rest of a transaction, and the input it is bound to."""
+
+    caller: str
+    operation: str
+    key: str
+    digest: str
+
+
+async def claim(
     db: AsyncSession,
     *,
     caller: str,
     operation: str,
-    key: str | None,
+    key: str,
     request: dict[str, Any] | Callable[[], dict[str, Any]],
-    run: Callable[[], Awaitable[dict[str, Any]]],
-) -> dict[str, Any]:
-    """Run ``run`` once per key; its result must be a JSON object (ids to reload).
-    ``request`` (or the function that makes it, called only when there is a key) is
-    the input the key is bound to."""
-    if key is None:
-        return await run()
+) -> tuple[Claim, dict[str, Any] | None]:
+    """Claim ``key`` for this transaction (CONFLICT while another call holds it); and
+    the result a first call stored with it, to answer instead of running (CONFLICT when
+    that call's input was another). ``request`` (or the function that makes it) is the
+    input the key is bound to."""
     check_text(key, field="idempotencyKey", maximum=MAX_KEY)
     digest = request_hash(request() if callable(request) else request)
     if not await db.scalar(select(func.pg_try_advisory_xact_lock(*_claim(caller, operation, key)))):
         raise _in_flight()
+    claimed = Claim(caller, operation, key, digest)
     stored = await _stored(db, caller, operation, key)
-    if stored is not None:
-        return _replay(stored, digest)
-    result = await run()
-    # no other call with this key can have stored a result since: the claim is ours
+    return claimed, None if stored is None else _replay(stored, digest)
+
+
+async def store(db: AsyncSession, claimed: Claim, result: dict[str, Any]) -> None:
+    """Keep the result of the call that claimed the key (a JSON object: ids to reload),
+    in its transaction: no other call with the key can have stored one since."""
     await db.execute(
         insert(IdempotencyKey).values(
-            caller=caller, operation=operation, key=key, request_hash=digest, result=result
+            caller=claimed.caller,
+            operation=claimed.operation,
+            key=claimed.key,
+            request_hash=claimed.digest,
+            result=result,
         )
     )
-    return result
 
 
 def _claim(caller: str, operation: str, key: str) -> tuple[int, int]:

@@ -70,7 +70,6 @@ class Ledger:
     invocations: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     uses: list[dict[str, Any]] = field(default_factory=list)
-    recall_digest: bytes | None = None  # a recorded recall's (R42)
 
     def discard(self) -> None:
         """Forget what the call gathered: a refused call records none of it."""
@@ -122,7 +121,6 @@ async def close_call(
             call_name=execution.name,
             call_input=execution.input,
             call_started=ledger.started_at,
-            call_digest=ledger.recall_digest,
         )
     ended: Execution | None = await db.scalar(_closing(how), params)
     assert ended is not None
@@ -132,7 +130,7 @@ async def close_call(
 
 async def record_now(db: AsyncSession, ledger: Ledger) -> None:
     """Write what ``ledger`` gathered on an execution that already ended or belongs to
-    another call (a recall that is not recorded puts its usage on its caller's)."""
+    another call."""
     execution = ledger.execution
     await db.execute(_closing("none"), _params(ledger, execution.turn_id, execution.agent_id))
 
@@ -273,7 +271,6 @@ def _closing(how: How) -> Any:
             name=bindparam("call_name", type_=String()),
             input=bindparam("call_input", type_=json),
             created_at=bindparam("call_started", type_=executions.c.created_at.type),
-            recall_digest=bindparam("call_digest", type_=executions.c.recall_digest.type),
             **ends,
         )
     else:

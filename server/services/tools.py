@@ -11,6 +11,7 @@ limit counts (:func:`record_embed`).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -56,16 +57,10 @@ class ToolResult(Generic[I]):
     items: list[I]
 
 
-async def open_call(db: AsyncSession, ref: CallRef, *, hold_caller: bool = False) -> TurnScope:
-    """The call's turn scope (:func:`server.services.turn_scope.open_scope`, ``hold_caller``
-    locking the calling execution), and its invocation, which must be a model call of the
-    calling execution."""
-    scope = await open_scope(
-        db,
-        turn_id=ref.turn_id,
-        caller_execution_id=ref.caller_execution_id,
-        hold_caller=hold_caller,
-    )
+async def open_call(db: AsyncSession, ref: CallRef) -> TurnScope:
+    """The call's turn scope (:func:`server.services.turn_scope.open_scope`), and its
+    invocation, which must be a model call of the calling execution."""
+    scope = await open_scope(db, turn_id=ref.turn_id, caller_execution_id=ref.caller_execution_id)
     if ref.invocation_id is not None:
         invocation = await db.get(Invocation, ref.invocation_id)
         if invocation is None or invocation.execution_id != scope.caller.id:
@@ -182,9 +177,14 @@ async def run_tool(
 
 def model_label(embedder: Embedder) -> str:
     """The model's name, never the server's file path."""
-    if embedder.model_name == default_model_path():
+    return _label(embedder.model_name)
+
+
+@functools.cache
+def _label(model_name: str) -> str:
+    if model_name == default_model_path():
         return DEFAULT_MODEL_LABEL
-    return PurePath(embedder.model_name).name or embedder.model_name
+    return PurePath(model_name).name or model_name
 
 
 async def record_embed(
@@ -240,14 +240,6 @@ async def record_found(
     if tokens is not None:
         await record_embed(db, scope, execution, embedder, tokens)
     await record_retrieved(db, scope, execution, versions=versions)
-
-
-def mark_recall(db: AsyncSession, execution: Execution, digest: bytes) -> None:
-    """The running call ``execution`` is a recorded recall of the versions of ``digest``
-    (R42: :mod:`server.memory_search.recall`); its row keeps the digest."""
-    ledger = open_ledger(db, execution.id)
-    assert ledger is not None, "a recall is marked while its call runs"
-    ledger.recall_digest = digest
 
 
 async def record_retrieved(

@@ -18,7 +18,7 @@ from server.errors import BadInputError, ConflictError, NotAllowedError, NotFoun
 from server.models import Agent, AgentVersion, Execution, Turn
 from server.services.agents import config_of
 from server.storage.built import built_once
-from server.storage.owners import agent_of
+from server.storage.owners import TURNS, Kept, agent_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,42 @@ class TurnScope:
     @property
     def read_only(self) -> bool:
         return self.caller.kind in ("helper", "program")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """What never changes of a turn (R12: only its status and its transcript do): its
+    agent, session and preview flag, its agent version's configuration, and the reader
+    its calls read memory as. A call that knows them builds its statements before it
+    reads the turn, and checks the turn is still open in the statement itself."""
+
+    turn_id: uuid.UUID
+    agent_id: uuid.UUID
+    session_id: uuid.UUID | None
+    preview: bool
+    config: HarnessConfig
+    reader: Reader
+
+
+def known_turn(db: AsyncSession, turn_id: uuid.UUID) -> TurnFacts | None:
+    """The facts of a turn a call of this process began or ran in, kept per database."""
+    kept: Kept[uuid.UUID, TurnFacts] = db.info[TURNS]
+    return kept.get(turn_id)
+
+
+def remember_turn(db: AsyncSession, turn: Turn, config: HarnessConfig) -> TurnFacts:
+    """Keep the facts of ``turn`` for its next calls."""
+    facts = TurnFacts(
+        turn_id=turn.id,
+        agent_id=turn.agent_id,
+        session_id=turn.session_id,
+        preview=turn.preview,
+        config=config,
+        reader=reader_for(turn, config),
+    )
+    kept: Kept[uuid.UUID, TurnFacts] = db.info[TURNS]
+    kept.put(turn.id, facts)
+    return facts
 
 
 def reader_for(turn: Turn, config: HarnessConfig) -> Reader:
@@ -78,11 +114,9 @@ def _open_turn(exclusive: bool) -> Any:
 
 
 @built_once
-def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> Any:
+def _open_scope(by_caller: bool, exclusive: bool) -> Any:
     """:func:`open_scope`'s statement: the turn with its version, agent and caller
-    execution (parameter ``caller`` if ``by_caller``, else the turn's own); with
-    ``hold_caller``, the caller's row locked too (``FOR NO KEY UPDATE``), which needs it
-    found (an inner join)."""
+    execution (parameter ``caller`` if ``by_caller``, else the turn's own)."""
     if by_caller:
         caller_of = col(Execution.id) == bindparam("caller")
     else:
@@ -100,24 +134,10 @@ def _open_scope(by_caller: bool, exclusive: bool, hold_caller: bool = False) -> 
         .join(
             Execution,
             and_(caller_of, col(Execution.agent_id) == bindparam("agent")),
-            isouter=not hold_caller,
+            isouter=True,
         )
     )
-    held = _holding(stmt, exclusive=exclusive)
-    return held.suffix_with("FOR NO KEY UPDATE OF executions") if hold_caller else held
-
-
-@built_once
-def _holding_caller() -> Any:
-    """The caller's row (parameters ``caller`` and its ``agent``) locked as
-    ``hold_caller`` locks it."""
-    return (
-        select(col(Execution.id))
-        .where(
-            col(Execution.id) == bindparam("caller"), col(Execution.agent_id) == bindparam("agent")
-        )
-        .with_for_update(key_share=True)
-    )
+    return _holding(stmt, exclusive=exclusive)
 
 
 def _still_open(turn: Turn | None, turn_id: uuid.UUID) -> Turn:
@@ -134,26 +154,16 @@ async def open_scope(
     turn_id: uuid.UUID,
     caller_execution_id: uuid.UUID | None = None,
     exclusive: bool = False,
-    hold_caller: bool = False,
 ) -> TurnScope:
     """Resolve a tool call's turn (it must be open, locked as :func:`open_turn` locks it),
     its agent version and its caller execution (by default the turn's own), in one
-    statement. ``hold_caller``: the caller's row is locked until the transaction ends
-    (one call of the conversation at a time: a recall, R42)."""
+    statement."""
     by_caller = caller_execution_id is not None
     agent_id = await agent_of(db, Turn, turn_id)
     params = {"turn": turn_id, "agent": agent_id}
     if by_caller:
         params["caller"] = caller_execution_id
-    row = (await db.execute(_open_scope(by_caller, exclusive, hold_caller), params)).first()
-    if row is None and hold_caller:  # what is missing, said as without the lock
-        scope = await open_scope(
-            db, turn_id=turn_id, caller_execution_id=caller_execution_id, exclusive=exclusive
-        )
-        await db.execute(
-            _holding_caller(), {"caller": scope.caller.id, "agent": scope.caller.agent_id}
-        )
-        return scope
+    row = (await db.execute(_open_scope(by_caller, exclusive), params)).first()
     turn = _still_open(row[0] if row else None, turn_id)
     assert row is not None
     _, version, agent, caller, started_at = row
@@ -170,7 +180,7 @@ async def open_scope(
         version=version,
         config=config,
         caller=caller,
-        reader=reader_for(turn, config),
+        reader=remember_turn(db, turn, config).reader,
         started_at=started_at,
     )
 

@@ -44,7 +44,7 @@ from server.services.turn_numbers import (
     numbered_turn_statement,
     turn_number,
 )
-from server.services.turn_scope import open_scope, open_turn, reader_for
+from server.services.turn_scope import open_scope, open_turn, remember_turn
 from server.storage.built import built_once
 from server.storage.history_gate import history_condition
 from server.storage.owners import agent_of, remember
@@ -119,10 +119,11 @@ async def begin_turn(
     assert turn is not None
     remember(db, turn.id, turn.agent_id)
     execution = await start_execution(db, turn=turn, kind="turn", name="turn", parent_id=None)
-    config = config_of(version, agent)
+    facts = remember_turn(db, turn, config_of(version, agent))  # for the turn's calls
+    config = facts.config
     # R1, R7: without memory or a pin budget, nothing is pinned, so nothing is listed.
     max_tokens = config.memory.pinned_max_tokens if config.memory.enabled else None
-    pins = await pinned_list(db, reader=reader_for(turn, config), max_tokens=max_tokens)
+    pins = await pinned_list(db, reader=facts.reader, max_tokens=max_tokens)
     notes = [pins.note] if pins.note else []
     if await _has_history(db, turn, config):
         notes.append(SEARCH_FIRST)

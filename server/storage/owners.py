@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -28,34 +28,52 @@ from server.storage.built import built_once
 
 # About 200 bytes an entry: 100,000 rows' agents in 20 MB.
 MAX_KEPT = 100_000
+
+K = TypeVar("K")
+V = TypeVar("V")
 _KEY = "owners"
 _CITUS = "citus"
+TURNS = "turns"  # session info: what never changes of a turn, by its id
+OWNERS_OF = "owners_of"  # session info: the owners of ids whose owner never changes
 
 
-class Owners:
-    """Row id → agent id, the newest ``limit`` kept (least recently used dropped)."""
+class Kept(Generic[K, V]):
+    """What a server process keeps of rows that do not change, the newest ``limit``
+    entries (least recently used dropped)."""
 
     def __init__(self, limit: int = MAX_KEPT) -> None:
         self.limit = limit
-        self._agents: OrderedDict[uuid.UUID, uuid.UUID] = OrderedDict()
+        self._kept: OrderedDict[K, V] = OrderedDict()
 
-    def get(self, row_id: uuid.UUID) -> uuid.UUID | None:
-        agent = self._agents.get(row_id)
-        if agent is not None:
-            self._agents.move_to_end(row_id)
-        return agent
+    def get(self, key: K) -> V | None:
+        value = self._kept.get(key)
+        if value is not None:
+            self._kept.move_to_end(key)
+        return value
 
-    def put(self, row_id: uuid.UUID, agent_id: uuid.UUID) -> None:
-        self._agents[row_id] = agent_id
-        self._agents.move_to_end(row_id)
-        if len(self._agents) > self.limit:
-            self._agents.popitem(last=False)
+    def put(self, key: K, value: V) -> None:
+        self._kept[key] = value
+        self._kept.move_to_end(key)
+        if len(self._kept) > self.limit:
+            self._kept.popitem(last=False)
+
+
+Owners = Kept[uuid.UUID, uuid.UUID]
+"""Row id → agent id."""
 
 
 def session_info(*, citus: bool = False) -> dict[str, Any]:
     """What a database's sessions share (``async_sessionmaker(info=...)``): one
-    :class:`Owners`, and whether the database is a Citus coordinator."""
-    return {_KEY: Owners(), _CITUS: citus}
+    :class:`Owners`, the facts of the turns its calls ran in
+    (:func:`server.services.turn_scope.known_turn`), the owners of ids whose owner never
+    changes (:data:`resolvers.owners.SETTLED`), and whether the database is a Citus
+    coordinator."""
+    return {
+        _KEY: Owners(),
+        TURNS: Kept[uuid.UUID, Any](),
+        OWNERS_OF: Kept[Any, Any](),
+        _CITUS: citus,
+    }
 
 
 def on_citus(db: AsyncSession) -> bool:
@@ -67,7 +85,7 @@ def _owners(db: AsyncSession) -> Owners:
     owners = db.info.get(_KEY)
     if owners is None:
         owners = db.info[_KEY] = Owners()
-    assert isinstance(owners, Owners)
+    assert isinstance(owners, Kept)
     return owners
 
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import and_, func, select
 
+from bench.anatomy import counted
 from server.domain.visibility import Purpose, version_in_force
 from server.memory_search import ranking as memory_ranking
 from server.models import Execution, Invocation, MemoryRecord, MemoryVersion, OutputUse
@@ -525,12 +526,13 @@ async def test_search_takes_a_bounded_number_of_statements(world: World) -> None
     """A ranked search is a fixed, small number of statements whatever the result size."""
     api = world.scenario.api
     turn = await world.turn("open")
+    await search(api, turn, query="warm", limit=1)  # the turn's facts, the agent's path
     counts = []
     for limit in (1, 6):
-        with api.count_statements():
+        with counted(api.database) as wire:
             found = await search(api, turn, query="budget flights garden", limit=limit)
         assert len(found["results"]) == limit
-        counts.append(api.statements)
+        counts.append(len(wire.statements))
     assert counts[0] == counts[1] and counts[0] <= 30, counts
 
 

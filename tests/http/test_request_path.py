@@ -248,6 +248,7 @@ async def test_a_runtimes_statements_stay_prepared_on_its_connection(
             await conn.execute(text("SELECT statement FROM pg_prepared_statements"))
         ).scalars()
         statements = [" ".join(p.split()) for p in prepared]
-    # the token's lookup, the turn's scope and the ranking were sent eight times each
+    # the token's lookup and the search (its turn held, ranked, recorded) were sent eight
+    # times each
     assert any("FROM principals" in p for p in statements), statements
-    assert any("FROM turns JOIN agent_versions" in p for p in statements), statements
+    assert any("WITH scope AS MATERIALIZED" in p for p in statements), statements

@@ -48,7 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             from server.cli_auth import print_dev_admin_token
 
             print_dev_admin_token(url, base=f"http://{settings.host}:{settings.port}")
-        workers = args.workers or settings.workers or os.cpu_count() or 1
+        workers = args.workers or settings.workers or 1
         host, port = listener.getsockname()[:2]
         if workers == 1:
             # said once the model is loaded and requests are answered, not before
@@ -193,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers",
         type=_positive,
-        help="processes answering requests (default AGENT_MEMORY_WORKERS, else the "
-        "machine's cores)",
+        help="processes answering requests (default AGENT_MEMORY_WORKERS, else 1; an MCP "
+        "session lives in one process: docs/mcp.md)",
     )
     serve.set_defaults(func=cmd_serve)
     mig = sub.add_parser("migrate", help="upgrade (or --down) the database schema")

@@ -81,9 +81,9 @@ class Settings(BaseSettings):
     workers: int | None = Field(
         default=None,
         ge=1,
-        description="Processes `serve` answers requests with (`--workers`); default: the "
-        "machine's cores. Each has its own connection pool and model, whose forward passes "
-        "run on its share of the cores.",
+        description="Processes `serve` answers requests with (`--workers`); default 1. Each "
+        "has its own connection pool and model, whose forward passes run on its share of the "
+        "cores. An MCP session lives in the process that opened it (docs/mcp.md).",
     )
     max_page_size: int = Field(default=100, ge=1, le=1000)
     statement_timeout_ms: int = Field(default=15000, ge=100)
